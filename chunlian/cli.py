@@ -1,0 +1,241 @@
+"""The ``chunlian`` command: a thin shell over the engine. Exit 0 on success, 2 on bad input."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from chunlian.errors import CoupletError
+
+
+def _print_json(obj) -> None:
+    print(json.dumps(obj, ensure_ascii=False, indent=2))
+
+
+def _show(ans: dict) -> None:
+    y = ans["year"]
+    if ans.get("notice"):
+        print(ans["notice"])
+    for i, c in enumerate(ans["candidates"], 1):
+        print(f"【{i}】横批：{c['horizontal']}")
+        print(f"  上联：{c['upper']}    {c['tones']['upper']}")
+        print(f"  下联：{c['lower']}    {c['tones']['lower']}")
+        print(f"  得分 {c['score']:.3f}")
+    print(f"{y['label']} · 春节 {y['spring_festival']} · {ans['elapsed_ms']:.0f} ms")
+
+
+def _engine(args):
+    from chunlian.engine import Engine
+
+    return Engine(backend=args.backend, model_dir=args.model_dir, precision=args.precision)
+
+
+def cmd_write(args) -> None:
+    ans = _engine(args).write(
+        args.keywords,
+        args.length,
+        args.placement,
+        args.count,
+        args.seed,
+        args.tones,
+        "traditional" if args.traditional else "simplified",
+        args.year,
+    )
+    _print_json(ans) if args.json else _show(ans)
+
+
+def cmd_match(args) -> None:
+    ans = _engine(args).match(
+        args.upper, args.count, args.seed, args.tones, "traditional" if args.traditional else "simplified", args.year
+    )
+    _print_json(ans) if args.json else _show(ans)
+
+
+def cmd_check(args) -> None:
+    from chunlian.engine import check_couplet
+
+    rep = check_couplet(args.upper, args.lower, args.tones)
+    if args.json:
+        _print_json(rep)
+        sys.exit(0 if rep["hard_ok"] else 1)
+    print(f"上联 {rep['upper']}\n      {rep['tones']['upper']}\n下联 {rep['lower']}\n      {rep['tones']['lower']}")
+    for r in rep["rules"]:
+        kind = "硬" if r["hard"] else "软"
+        print(f"  {'✓' if r['passed'] else '✗'} [{kind}] {r['message']}")
+    print("合格" if rep["hard_ok"] else "不合格：有硬性规则未通过")
+    if not rep["hard_ok"]:
+        sys.exit(1)
+
+
+def cmd_eval(args) -> None:
+    from chunlian import evaluate
+
+    eng = _engine(args)
+    log = (lambda m: print(m, file=sys.stderr)) if not args.json else None
+    if args.keywords:
+        res = evaluate.eval_keywords(eng, args.keywords, args.limit, args.tones, args.length, args.out, log)
+    elif args.pairs:
+        res = evaluate.eval_pairs(eng, args.pairs, args.limit, args.tones, args.out, log)
+    else:
+        raise CoupletError("no_input", "请给出对联文件或 --keywords 文件", "give a pairs file or --keywords FILE")
+    if args.json:
+        _print_json(res)
+    else:
+        for k, v in res.items():
+            print(f"{k}\t{v}")
+
+
+def cmd_train(args) -> None:
+    try:
+        from chunlian.model.train import train
+    except ImportError:
+        raise CoupletError(
+            "no_torch", "训练需要 torch：pip install -e '.[train]'", "training needs torch: pip install -e '.[train]'"
+        ) from None
+    ckpt = train(
+        args.data,
+        args.out,
+        minutes=args.minutes,
+        device=args.device,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        n_layer=args.layers,
+        n_head=args.heads,
+        n_embd=args.dim,
+        checkpoint_minutes=args.checkpoint_minutes,
+        resume=args.resume,
+        threads=args.threads,
+    )
+    if args.export:
+        from chunlian.model.export import export
+
+        print(f"exported to {export(ckpt, args.export)}")
+
+
+def cmd_export(args) -> None:
+    from chunlian.model.export import export
+
+    print(f"exported to {export(args.checkpoint, args.out)}")
+
+
+def cmd_devset(args) -> None:
+    from chunlian.model.data import read_pairs
+
+    for p in read_pairs(args.data, "dev"):
+        if not args.source or p.source in args.source:
+            print(f"{p.upper}\t{p.lower}")
+
+
+def cmd_year(args) -> None:
+    from chunlian.engine import Engine
+
+    y = Engine.year(args.year).to_dict()
+    _print_json(y) if args.json else print(f"{y['label']} · 春节 {y['spring_festival']}")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its one-line complaint in Chinese first like every other error."""
+
+    def error(self, message: str):
+        self.exit(2, f"错误：命令参数有误（{self.prog}） / Error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="chunlian", description="春联 — offline AI spring-festival couplets")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+
+    def model_opts(sp):
+        sp.add_argument("--backend", default="onnx", choices=["onnx", "hf", "modelscope"])
+        sp.add_argument("--model-dir", default=None, help="model directory (default: the shipped model)")
+        sp.add_argument("--precision", default="int8", choices=["int8", "fp32"])
+
+    def gen_opts(sp):
+        sp.add_argument("--count", type=int, default=3)
+        sp.add_argument("--seed", type=int, default=None, help="sampling seed; omit for the best (beam) result")
+        sp.add_argument("--tones", default="xin", choices=["xin", "pingshui"])
+        sp.add_argument("--traditional", action="store_true", help="繁體 output")
+        sp.add_argument("--year", type=int, default=None, help="Gregorian year of the Spring Festival")
+        sp.add_argument("--json", action="store_true")
+        model_opts(sp)
+
+    w = sub.add_parser("write", help="couplet from 1–4 wish words")
+    w.add_argument("keywords", nargs="+")
+    w.add_argument("--length", type=int, default=7, choices=[5, 7, 9, 11])
+    w.add_argument("--placement", default="embed", choices=["embed", "acrostic"])
+    gen_opts(w)
+    w.set_defaults(func=cmd_write)
+
+    m = sub.add_parser("match", help="lower line for an upper line (对对子)")
+    m.add_argument("upper")
+    gen_opts(m)
+    m.set_defaults(func=cmd_match)
+
+    c = sub.add_parser("check", help="平仄 and rule report for a couplet")
+    c.add_argument("upper")
+    c.add_argument("lower")
+    c.add_argument("--tones", default="xin", choices=["xin", "pingshui"])
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_check)
+
+    e = sub.add_parser("eval", help="evaluate on a pairs file or keyword groups")
+    e.add_argument("pairs", nargs="?")
+    e.add_argument("--keywords", default=None, help="file with one keyword group per line")
+    e.add_argument("--limit", type=int, default=None)
+    e.add_argument("--length", type=int, default=7, choices=[5, 7, 9, 11])
+    e.add_argument("--tones", default="xin", choices=["xin", "pingshui"])
+    e.add_argument("--out", default=None, help="also write one TSV line per input")
+    e.add_argument("--json", action="store_true")
+    model_opts(e)
+    e.set_defaults(func=cmd_eval)
+
+    t = sub.add_parser("train", help="train the couplet model (needs the train extra)")
+    t.add_argument("--data", default="../shared/data")
+    t.add_argument("--out", default="runs/main")
+    t.add_argument("--minutes", type=float, default=100.0, help="time budget; the LR schedule follows it")
+    t.add_argument("--device", default="cpu")
+    t.add_argument("--batch-size", type=int, default=128)
+    t.add_argument("--lr", type=float, default=1.5e-3)
+    t.add_argument("--layers", type=int, default=6)
+    t.add_argument("--heads", type=int, default=4)
+    t.add_argument("--dim", type=int, default=256)
+    t.add_argument("--threads", type=int, default=0)
+    t.add_argument("--checkpoint-minutes", type=float, default=3.0)
+    t.add_argument("--resume", action="store_true")
+    t.add_argument("--export", default=None, help="export to this model directory when done")
+    t.set_defaults(func=cmd_train)
+
+    x = sub.add_parser("export", help="export a checkpoint to an ONNX model directory")
+    x.add_argument("checkpoint")
+    x.add_argument("--out", default="chunlian/weights")
+    x.set_defaults(func=cmd_export)
+
+    d = sub.add_parser("devset", help="print the dev split (fixed hash) as pairs")
+    d.add_argument("--data", default="../shared/data")
+    d.add_argument("--source", action="append", help="only pairs from this file (repeatable)")
+    d.set_defaults(func=cmd_devset)
+
+    y = sub.add_parser("year", help="干支 and 生肖 of the coming Spring Festival")
+    y.add_argument("--year", type=int, default=None)
+    y.add_argument("--json", action="store_true")
+    y.set_defaults(func=cmd_year)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except CoupletError as e:
+        print(f"错误：{e.zh} / Error: {e.en}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # a bug or a broken install: still one line, never a traceback
+        print(f"错误：内部错误 / Error: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""What a person typed, checked and normalised before any search: limits live here.
+
+Every rejection is a ``CoupletError`` with a Chinese sentence and an English one. Traditional
+input is folded to simplified (the model writes simplified; 繁體 is applied on output).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+from chunlian.errors import CoupletError
+from chunlian.prosody import inauspicious
+
+LENGTHS = (5, 7, 9, 11)
+MAX_KEYWORDS, MAX_KEYWORD_CHARS = 4, 4
+MIN_LINE, MAX_LINE = 4, 24
+CLAUSE_PUNCT = "，；、"
+_ASCII_PUNCT = {",": "，", ";": "；", "、": "、", "，": "，", "；": "；"}
+_SPLIT = re.compile(r"[\s,，、;；/|]+")
+
+
+@lru_cache(maxsize=1)
+def _t2s():
+    import opencc
+
+    return opencc.OpenCC("t2s")
+
+
+def is_han(ch: str) -> bool:
+    return "\u4e00" <= ch <= "\u9fff"
+
+
+def _fold(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).replace("\u3000", " ")
+    return _t2s().convert(text)
+
+
+def _reject_chars(text: str, vocab, auspicious: bool = True) -> None:
+    for ch in text:
+        if ch in CLAUSE_PUNCT:
+            continue
+        if unicodedata.category(ch).startswith("C"):
+            raise CoupletError("control_char", "输入含有控制字符", "the input contains control characters")
+        if not is_han(ch):
+            raise CoupletError(
+                "not_chinese", f"只能输入汉字，「{ch}」不是汉字", f"only Chinese characters are accepted, not {ch!r}"
+            )
+        if auspicious and ch in inauspicious():
+            raise CoupletError(
+                "inauspicious", f"「{ch}」不宜写入春联，请换一个字", f"{ch!r} is not written in a spring couplet"
+            )
+        if vocab is not None and ch not in vocab:
+            raise CoupletError(
+                "unknown_char",
+                f"「{ch}」是生僻字，模型不认识，请换一个字",
+                f"the model does not know the character {ch!r}",
+            )
+
+
+def keywords(raw: str | list[str], vocab=None) -> list[str]:
+    """1–4 wish words of 1–4 characters, distinct characters across words."""
+    parts = raw if isinstance(raw, list) else [raw]
+    words = [w for p in parts for w in _SPLIT.split(_fold(str(p)).strip()) if w]
+    if not words:
+        raise CoupletError(
+            "empty", "请输入一到四个吉祥词，如：如意 飞跃", "enter one to four wish words, e.g. 如意 飞跃"
+        )
+    if len(words) > MAX_KEYWORDS:
+        raise CoupletError(
+            "too_many_keywords",
+            f"最多{MAX_KEYWORDS}个关键字（收到{len(words)}个）",
+            f"at most {MAX_KEYWORDS} wish words (got {len(words)})",
+        )
+    for w in words:
+        _reject_chars(w, vocab)
+        if len(w) > MAX_KEYWORD_CHARS:
+            raise CoupletError(
+                "keyword_too_long",
+                f"关键字「{w[:8]}」太长：每个最多{MAX_KEYWORD_CHARS}个字",
+                f"wish word too long: at most {MAX_KEYWORD_CHARS} characters each",
+            )
+    seen: dict[str, int] = {}
+    for k, w in enumerate(words):
+        for c in set(w):
+            if c in seen and seen[c] != k:
+                raise CoupletError(
+                    "repeated_char",
+                    f"关键字之间有重复的字「{c}」（春联忌重字）",
+                    f"the character {c!r} appears in two wish words (a couplet repeats no character)",
+                )
+            seen[c] = k
+    return words
+
+
+def line(raw: str, vocab=None, auspicious: bool = True) -> str:
+    """An upper (or lower) line: 4–24 characters, clause punctuation ，；、 allowed.
+
+    ``auspicious=False`` lets inauspicious characters through, for a rule report that names them.
+    """
+    text = _fold(str(raw)).strip()
+    text = "".join(_ASCII_PUNCT.get(c, c) for c in text if not c.isspace())
+    text = text.rstrip("。.!！?？")
+    if not text:
+        raise CoupletError("empty", "请输入上联", "enter an upper line")
+    if (
+        text[0] in CLAUSE_PUNCT
+        or text[-1] in CLAUSE_PUNCT
+        or any(a in CLAUSE_PUNCT and b in CLAUSE_PUNCT for a, b in zip(text, text[1:]))
+    ):
+        raise CoupletError(
+            "bad_punctuation", "标点位置不对：标点只能在两个分句之间", "punctuation may only separate clauses"
+        )
+    _reject_chars(text, vocab, auspicious)
+    n = sum(1 for c in text if c not in CLAUSE_PUNCT)
+    if not MIN_LINE <= len(text) <= MAX_LINE:
+        raise CoupletError(
+            "line_length",
+            f"联句须为{MIN_LINE}到{MAX_LINE}个字（现有{len(text)}个）",
+            f"a line must be {MIN_LINE} to {MAX_LINE} characters long (got {len(text)})",
+        )
+    if n < 2:
+        raise CoupletError("line_length", "联句太短", "the line is too short")
+    return text
+
+
+def pair(upper: str, lower: str) -> tuple[str, str]:
+    """A couplet to check: each line cleaned like ``line``, punctuation mismatches reported by the rules."""
+    return line(upper, auspicious=False), line(lower, auspicious=False)
+
+
+def length(n: int) -> int:
+    if n not in LENGTHS:
+        raise CoupletError(
+            "bad_length", f"字数只能是{'、'.join(map(str, LENGTHS))}", f"line length must be one of {LENGTHS}"
+        )
+    return n

@@ -1,0 +1,100 @@
+"""Where the wish words go: fixed characters for each line, before any search runs.
+
+``embed`` tries every assignment of words to (line, start), keeps those that can still satisfy
+the hard rules (the last character's tone), and ranks them by how a couplet writer would place
+them: on the rhythm's word boundaries, one word per line in parallel positions, tones opposed.
+``acrostic`` (藏头) puts the characters at the heads of the two lines.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from chunlian.errors import CoupletError
+from chunlian.prosody import PING, ZE, can_be, char_tone, opposed
+
+
+@dataclass(frozen=True)
+class Placement:
+    upper: dict[int, str]
+    lower: dict[int, str]
+    score: float
+
+
+def _starts(n: int, k: int) -> list[int]:
+    """Starts on the line's 2-character beats, plus flush with the end."""
+    s = {i for i in range(0, n - k + 1, 2)} | {n - k}
+    return sorted(i for i in s if 0 <= i <= n - k)
+
+
+def _score(words: list[str], slots: list[tuple[int, int]], n: int, track: str) -> float | None:
+    lines: list[dict[int, str]] = [{}, {}]
+    for w, (line, s) in zip(words, slots):
+        for j, c in enumerate(w):
+            if s + j in lines[line]:
+                return None
+            lines[line][s + j] = c
+    for line, want in ((0, ZE), (1, PING)):
+        if n - 1 in lines[line] and not can_be(char_tone(lines[line][n - 1], track), want):
+            return None
+    score = 0.0
+    for line, s in slots:
+        score += 1.0 if s % 2 == 0 else 0.0
+        score += 0.5 if line == 0 else 0.0
+    used = {line for line, _ in slots}
+    score += 1.0 if len(used) == 2 or len(words) == 1 else 0.0
+    # parallel words (same start, same length, opposite lines) read as a matched pair
+    for (wa, (la, sa)), (wb, (lb, sb)) in itertools.combinations(zip(words, slots), 2):
+        if la != lb and sa == sb and len(wa) == len(wb):
+            score += 1.5
+    for i in range(1, n, 2):
+        a, b = lines[0].get(i), lines[1].get(i)
+        if a and b and not opposed(char_tone(a, track), char_tone(b, track)):
+            score -= 1.0
+    for line in lines:
+        for i in range(1, n - 2, 2):
+            a, b = line.get(i), line.get(i + 2)
+            if a and b and not opposed(char_tone(a, track), char_tone(b, track)):
+                score -= 0.5
+    return score
+
+
+def embed(words: list[str], n: int, track: str, limit: int = 3) -> list[Placement]:
+    options = [[(line, s) for line in (0, 1) for s in _starts(n, len(w))] for w in words]
+    found = []
+    for slots in itertools.product(*options):
+        sc = _score(words, list(slots), n, track)
+        if sc is None:
+            continue
+        lines: list[dict[int, str]] = [{}, {}]
+        for w, (line, s) in zip(words, slots):
+            lines[line].update({s + j: c for j, c in enumerate(w)})
+        found.append(Placement(lines[0], lines[1], sc))
+    if not found:
+        raise CoupletError(
+            "keywords_do_not_fit",
+            f"这些字放不进{n}字的联句，请减少关键字或选更长的字数",
+            f"the wish words do not fit a {n}-character couplet; use fewer words or a longer line",
+        )
+    found.sort(key=lambda p: -p.score)
+    out: list[Placement] = []
+    for p in found:
+        if all((p.upper, p.lower) != (q.upper, q.lower) for q in out):
+            out.append(p)
+        if len(out) == limit:
+            break
+    return out
+
+
+def acrostic(words: list[str], n: int) -> Placement:
+    chars = "".join(words)
+    half = (len(chars) + 1) // 2
+    up, low = chars[:half], chars[half:]
+    if len(up) >= n:
+        raise CoupletError(
+            "acrostic_too_long",
+            f"藏头的字太多：{n}字联每联最多藏{n - 1}字",
+            f"too many characters to hide: at most {n - 1} per line of a {n}-character couplet",
+        )
+    return Placement({i: c for i, c in enumerate(up)}, {i: c for i, c in enumerate(low)}, 0.0)

@@ -1,0 +1,268 @@
+"""Couplets from wish words or from an upper line: search under hard masks, verify, rerank.
+
+Writing runs in two searches sharing one model batch: upper lines for each placement of the
+wish words, then a lower line for each of the best uppers (forking their KV cache). Every
+candidate is checked against the full rule set after decoding; only those passing every hard
+rule are returned, ranked by model log-probability per character plus the soft-rule score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from chunlian import prosody
+from chunlian.decoding import inputs, placement
+from chunlian.decoding.constraints import LineSpec, VocabMasks, mirror_of
+from chunlian.decoding.hengpi import HengpiChooser
+from chunlian.decoding.search import search_line
+from chunlian.errors import CoupletError
+from chunlian.model.runtime import LanguageModel
+from chunlian.prosody import PING, PUNCT, ZE
+
+SOFT_WEIGHT = 1.0
+UPPER_WIDTH, LOWER_WIDTH = 8, 3
+
+
+@dataclass
+class Couplet:
+    upper: str
+    lower: str
+    horizontal: str
+    report: prosody.Report
+    score: float
+    lm_score: float
+    keywords: list[str] = field(default_factory=list)
+
+    def to_dict(self, convert=None) -> dict:
+        c = convert or (lambda s: s)
+        return {
+            "upper": c(self.upper),
+            "lower": c(self.lower),
+            "horizontal": c(self.horizontal),
+            "tones": self.report.tones,
+            "checks": self.report.to_dict(),
+            "score": round(self.score, 4),
+            "lm_score": round(self.lm_score, 4),
+        }
+
+
+@dataclass
+class Result:
+    couplets: list[Couplet]
+    mode: str  # write | match | reverse
+    notice: str | None = None
+
+
+class CoupletWriter:
+    def __init__(self, lm: LanguageModel):
+        self.lm = lm
+        self.vocab = {c for c in lm.itos if len(c) == 1}
+        self._masks: dict[str, VocabMasks] = {}
+        vectors = getattr(lm, "embeddings", None)
+        self.hengpi = HengpiChooser(lm.itos, vectors)
+
+    def masks(self, track: str) -> VocabMasks:
+        if track not in prosody.TRACKS:
+            raise CoupletError(
+                "bad_tones", "平仄只能选 xin（新韵）或 pingshui（平水韵）", "tones must be xin or pingshui"
+            )
+        if track not in self._masks:
+            self._masks[track] = VocabMasks(self.lm.itos, track)
+        return self._masks[track]
+
+    # ----------------------------------------------------------------------------------
+    def write(
+        self,
+        keywords,
+        length: int = 7,
+        mode: str = "embed",
+        count: int = 3,
+        seed: int | None = None,
+        tones: str = "xin",
+        zodiac: str | None = None,
+    ) -> Result:
+        words = inputs.keywords(keywords, self.vocab)
+        n = inputs.length(length)
+        vm = self.masks(tones)
+        if mode == "embed":
+            places = placement.embed(words, n, tones)
+            prompt = self.lm.encode_prompt("keywords", words)
+        elif mode == "acrostic":
+            places = [placement.acrostic(words, n)]
+            prompt = self.lm.encode_prompt("acrostic", words)
+        else:
+            raise CoupletError(
+                "bad_placement", "位置只能是 embed（嵌字）或 acrostic（藏头）", "placement must be embed or acrostic"
+            )
+        rng = np.random.default_rng(seed) if seed is not None else None
+        reserved = frozenset("".join(words))
+        for strict in (True, False):
+            specs = [
+                LineSpec(n, ZE, fixed=p.upper, forbidden=reserved, mirror=mirror_of_fixed(p.lower), strict=strict)
+                for p in places
+            ]
+            state, logp = self.lm.start([prompt] * len(places))
+            res = search_line(
+                self.lm, vm, state, logp, list(range(len(places))), specs, UPPER_WIDTH, self.lm.sep_id, True, rng
+            )
+            uppers = []
+            seen = set()
+            for r, row in sorted(enumerate(res.rows), key=lambda x: -x[1].score):
+                text = "".join(row.text)
+                if text in seen or not prosody.can_be(prosody.line_tones(text, tones)[-1], ZE):
+                    continue
+                seen.add(text)
+                uppers.append((r, text, row.score, places[row.group]))
+                if len(uppers) == max(count + 3, 6):
+                    break
+            if not uppers:
+                continue
+            rows = np.array([u[0] for u in uppers])
+            state2 = self.lm.select(res.state, rows)
+            specs2 = [
+                LineSpec(
+                    n,
+                    PING,
+                    fixed=p.lower,
+                    other_tones=prosody.line_tones(text, tones),
+                    alternate=False,
+                    forbidden=reserved | set(text),
+                    mirror=mirror_of(text),
+                    strict=strict,
+                )
+                for _, text, _, p in uppers
+            ]
+            res2 = search_line(
+                self.lm,
+                vm,
+                state2,
+                res.logp[rows],
+                list(range(len(uppers))),
+                specs2,
+                LOWER_WIDTH,
+                self.lm.eos_id,
+                False,
+                rng,
+            )
+            found = self._finish(
+                [(uppers[row.group][1], "".join(row.text), uppers[row.group][2] + row.score) for row in res2.rows],
+                tones,
+                count,
+                words,
+                zodiac,
+                rng,
+            )
+            if found:
+                return Result(found, "write")
+        raise CoupletError(
+            "no_couplet", "没能写出合格的对联，请换几个字再试", "no couplet passed every rule; try other words"
+        )
+
+    def match(
+        self,
+        upper,
+        count: int = 3,
+        seed: int | None = None,
+        tones: str = "xin",
+        zodiac: str | None = None,
+        direction: str = "auto",
+    ) -> Result:
+        """The other line of a couplet. ``direction``: auto (a line ending 平 is taken as a 下联
+        and gets an upper line), upper (always write the lower) or lower (always write the upper)."""
+        if direction not in ("auto", "upper", "lower"):
+            raise CoupletError(
+                "bad_direction", "方向只能是 auto、upper 或 lower", "direction must be auto, upper or lower"
+            )
+        text = inputs.line(upper, self.vocab)
+        vm = self.masks(tones)
+        t = prosody.line_tones(text, tones)
+        last = max(i for i, c in enumerate(text) if c not in PUNCT)
+        reverse = direction == "lower" or (direction == "auto" and t[last] == PING)
+        n = len(text)
+        punct = {i: c for i, c in enumerate(text) if c in PUNCT}
+        rng = np.random.default_rng(seed) if seed is not None else None
+        prompt = self.lm.encode_prompt("reverse" if reverse else "match", text)
+        for strict in (True, False):
+            spec = LineSpec(
+                n,
+                ZE if reverse else PING,
+                punct=punct,
+                other_tones=t,
+                alternate=False,
+                forbidden=frozenset(text),
+                mirror=mirror_of(text),
+                strict=strict,
+            )
+            state, logp = self.lm.start([prompt])
+            width = max(8, 3 * count)
+            res = search_line(self.lm, vm, state, logp, [0], [spec], width, self.lm.eos_id, False, rng)
+            pairs = [
+                ("".join(r.text), text, r.score) if reverse else (text, "".join(r.text), r.score) for r in res.rows
+            ]
+            # the given line's own end tone is the person's choice, not a rule we can keep
+            given_end = ("lower_ends_ping",) if reverse else ("upper_ends_ze",)
+            found = self._finish(
+                pairs,
+                tones,
+                count,
+                [],
+                zodiac,
+                rng,
+                vary="upper" if reverse else "lower",
+                ignore=given_end if direction != "auto" else (),
+            )
+            if found:
+                notice = None
+                if reverse and direction == "auto":
+                    notice = (
+                        f"「{text}」末字「{text[last]}」是平声，按仄起平收应是下联，已为它配上联。"
+                        f" / The line ends on a level (平) tone, so it reads as a lower line; "
+                        f"here is an upper line for it."
+                    )
+                return Result(found, "reverse" if reverse else "match", notice)
+        raise CoupletError(
+            "no_couplet", "没能对出合格的下联，请换一句再试", "no lower line passed every rule; try another line"
+        )
+
+    # ----------------------------------------------------------------------------------
+    def _finish(self, pairs, tones, count, words, zodiac, rng, vary: str = "both", ignore=()) -> list[Couplet]:
+        """Verify every candidate, rank, and keep ``count`` whose generated lines all differ."""
+        out: list[Couplet] = []
+        for upper, lower, lm_total in pairs:
+            rep = prosody.check(upper, lower, tones, self.vocab)
+            if not all(r.passed for r in rep.rules if r.hard and r.name not in ignore):
+                continue
+            if words and not all(w in upper + lower or _acrostic_ok(w, upper, lower) for w in words):
+                continue
+            chars = sum(1 for c in upper + lower if c not in PUNCT) + 2
+            lm_score = lm_total / chars
+            out.append(Couplet(upper, lower, "", rep, lm_score + SOFT_WEIGHT * rep.soft_score, lm_score, words))
+        out.sort(key=lambda c: -c.score)
+        chosen: list[Couplet] = []
+        for c in out:
+            if all((vary == "lower" or c.upper != d.upper) and (vary == "upper" or c.lower != d.lower) for d in chosen):
+                chosen.append(c)
+            if len(chosen) == count:
+                break
+        for c in chosen:
+            c.horizontal = self.hengpi.choose(c.upper, c.lower, "".join(words), zodiac, rng)
+        return chosen
+
+
+def mirror_of_fixed(fixed: dict[int, str]) -> dict[int, int]:
+    """Repeats among the other line's fixed characters, which this line must mirror."""
+    first: dict[str, int] = {}
+    out = {}
+    for i in sorted(fixed):
+        c = fixed[i]
+        if c in first:
+            out[i] = first[c]
+        else:
+            first[c] = i
+    return out
+
+
+def _acrostic_ok(word: str, upper: str, lower: str) -> bool:
+    return all(c in upper + lower for c in word)

@@ -1,0 +1,139 @@
+"""Evaluation: lower lines for given uppers (BLEU, rules) and couplets for keyword groups.
+
+Generation is deterministic (beam search, no seed) so two runs of the same model agree.
+JSON keys (``chunlian eval --json``):
+- pairs mode: n, failed (inputs with no couplet), bleu4, exact_match, hard_pass_rate,
+  rhythm_opposition_rate, repeat_rate, distinct2, upper_ends_ping_inputs, elapsed_s
+- keywords mode: n, failed, keyword_presence_rate, hard_pass_rate, rhythm_opposition_rate,
+  repeat_rate, distinct2, elapsed_s
+Rates are fractions in [0, 1]; hard_pass_rate counts a failed input as a failure.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from chunlian import prosody
+from chunlian.errors import CoupletError
+
+
+@dataclass
+class Tally:
+    n: int = 0
+    failed: int = 0
+    hard_ok: int = 0
+    points: int = 0
+    opposed: int = 0
+    repeats: int = 0
+    bigrams: set = field(default_factory=set)
+    bigram_total: int = 0
+
+    def add(self, upper: str, lower: str, track: str, ignore: tuple[str, ...] = ()) -> prosody.Report:
+        rep = prosody.check(upper, lower, track)
+        if all(r.passed for r in rep.rules if r.hard and r.name not in ignore):
+            self.hard_ok += 1
+        if not rep.rule("no_repeat").passed:
+            self.repeats += 1
+        tu, tl = prosody.line_tones(upper, track), prosody.line_tones(lower, track)
+        if len(upper) == len(lower):
+            pts = prosody.rhythm_points(upper)
+            self.points += len(pts)
+            self.opposed += sum(prosody.opposed(tu[i], tl[i]) for i in pts)
+        for line in (lower,):
+            grams = [line[i : i + 2] for i in range(len(line) - 1)]
+            self.bigrams.update(grams)
+            self.bigram_total += len(grams)
+        return rep
+
+    def summary(self) -> dict:
+        n = max(self.n, 1)
+        return {
+            "n": self.n,
+            "failed": self.failed,
+            "hard_pass_rate": round(self.hard_ok / n, 4),
+            "rhythm_opposition_rate": round(self.opposed / max(self.points, 1), 4),
+            "repeat_rate": round(self.repeats / n, 4),
+            "distinct2": round(len(self.bigrams) / max(self.bigram_total, 1), 4),
+        }
+
+
+def read_pairs(path: str | Path, limit: int | None = None) -> list[list[str]]:
+    rows = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 2 and parts[0].strip():
+            rows.append(parts)
+        if limit and len(rows) >= limit:
+            break
+    return rows
+
+
+def eval_pairs(engine, path, limit=None, tones="xin", out=None, progress=None) -> dict:
+    import sacrebleu
+
+    t0 = time.time()
+    rows = read_pairs(path, limit)
+    tally = Tally()
+    hyps, refs, exact, ping_inputs, lines = [], [], 0, 0, []
+    for i, row in enumerate(rows):
+        upper, ref = row[0].strip(), row[1].strip()
+        tally.n += 1
+        try:
+            res = engine.writer.match(upper, count=1, tones=tones, direction="upper")
+            c = res.couplets[0]
+            hyp, hp = c.lower, c.horizontal
+            tally.add(c.upper, hyp, tones, ignore=("upper_ends_ze",))
+            if not prosody.can_be(prosody.line_tones(c.upper, tones)[-1], prosody.ZE):
+                ping_inputs += 1
+        except CoupletError:
+            tally.failed += 1
+            hyp, hp = "", ""
+        hyps.append(hyp)
+        refs.append(ref)
+        exact += hyp == ref
+        lines.append(f"{upper}\t{upper}\t{hyp}\t{hp}")
+        if progress and (i + 1) % 100 == 0:
+            progress(f"{i + 1}/{len(rows)}")
+    bleu = sacrebleu.corpus_bleu(hyps, [refs], tokenize="char").score if rows else 0.0
+    if out:
+        Path(out).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return (
+        {
+            "n": tally.n,
+            "failed": tally.failed,
+            "bleu4": round(bleu, 2),
+            "exact_match": round(exact / max(tally.n, 1), 4),
+        }
+        | tally.summary()
+        | {"upper_ends_ping_inputs": ping_inputs, "elapsed_s": round(time.time() - t0, 2)}
+    )
+
+
+def eval_keywords(engine, path, limit=None, tones="xin", length=7, out=None, progress=None) -> dict:
+    t0 = time.time()
+    groups = [ln.split() for ln in Path(path).read_text(encoding="utf-8").splitlines() if ln.strip()]
+    groups = groups[:limit] if limit else groups
+    tally = Tally()
+    present, lines = 0, []
+    for i, words in enumerate(groups):
+        tally.n += 1
+        try:
+            c = engine.writer.write(words, length=length, count=1, tones=tones).couplets[0]
+            tally.add(c.upper, c.lower, tones)
+            present += all(w in c.upper or w in c.lower for w in words)
+            lines.append(f"{' '.join(words)}\t{c.upper}\t{c.lower}\t{c.horizontal}")
+        except CoupletError as e:
+            tally.failed += 1
+            lines.append(f"{' '.join(words)}\t\t\t\t{e.code}")
+        if progress and (i + 1) % 50 == 0:
+            progress(f"{i + 1}/{len(groups)}")
+    if out:
+        Path(out).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    s = tally.summary()
+    return (
+        {"n": s["n"], "failed": s["failed"], "keyword_presence_rate": round(present / max(tally.n, 1), 4)}
+        | s
+        | {"elapsed_s": round(time.time() - t0, 2)}
+    )

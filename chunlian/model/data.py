@@ -1,0 +1,140 @@
+"""Training data: reading the couplet files, the fixed-hash dev split, and example layouts.
+
+The dev split is carved by md5 of the pair, so every run (and every machine) agrees on it without
+a file to ship; training never sees a dev pair.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from chunlian.model.tokenizer import ACR, BOS, EOS, PUNCT, REV, SEP, Tokenizer
+
+# file -> sampling weight per epoch (春联 up, regulated-verse middle couplets down)
+SOURCES = {
+    "chunlian_pairs.tsv": 6.0,
+    "mengxue_pairs.tsv": 2.0,
+    "couplets_train.tsv": 1.0,
+    "couplets_extra.tsv": 1.0,
+    "lvshi_couplets.tsv": 0.5,
+}
+MAX_LINE = 24
+DEV_PERCENT = 2
+
+
+def is_dev(upper: str, lower: str) -> bool:
+    h = hashlib.md5(f"{upper}\t{lower}".encode()).hexdigest()
+    return int(h, 16) % 100 < DEV_PERCENT
+
+
+def _is_han(ch: str) -> bool:
+    return "\u4e00" <= ch <= "\u9fff"
+
+
+def well_formed(upper: str, lower: str) -> bool:
+    if not (1 <= len(upper) <= MAX_LINE) or len(upper) != len(lower):
+        return False
+    for a, b in zip(upper, lower):
+        if (a in PUNCT) != (b in PUNCT):
+            return False
+        if a not in PUNCT and not (_is_han(a) and _is_han(b)):
+            return False
+    return True
+
+
+@dataclass
+class Pair:
+    upper: str
+    lower: str
+    source: str
+
+
+def read_pairs(data_dir: str | Path, split: str = "train") -> list[Pair]:
+    """All well-formed pairs of one split ('train' or 'dev'), from every couplet file."""
+    out = []
+    for name in SOURCES:
+        path = Path(data_dir) / name
+        if not path.exists():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            parts = line.split("\t")
+            if len(parts) < 2:
+                continue
+            u, l = parts[0].strip(), parts[1].strip()
+            if not well_formed(u, l):
+                continue
+            if is_dev(u, l) == (split == "dev"):
+                out.append(Pair(u, l, name))
+    return out
+
+
+def build_vocab(pairs: list[Pair], min_count: int = 3) -> Tokenizer:
+    cnt = Counter()
+    for p in pairs:
+        cnt.update(p.upper)
+        cnt.update(p.lower)
+    chars = sorted(c for c, n in cnt.items() if n >= min_count and (_is_han(c) or c in PUNCT))
+    return Tokenizer(chars)
+
+
+def _spans(line: str, rng: random.Random) -> str:
+    """A wish-word-like span of a line: 1–2 characters, without punctuation."""
+    n = 2 if rng.random() < 0.8 else 1
+    starts = [i for i in range(len(line) - n + 1) if not any(c in PUNCT for c in line[i : i + n])]
+    if not starts:
+        return ""
+    i = rng.choice(starts)
+    return line[i : i + n]
+
+
+def make_example(tok: Tokenizer, p: Pair, rng: random.Random) -> list[int]:
+    """One training sequence in one of the four task layouts."""
+    u, l = tok.encode(p.upper), tok.encode(p.lower)
+    r = rng.random()
+    if r < 0.40:
+        prefix = [BOS]
+    elif r < 0.72:
+        words = [_spans(p.upper, rng)]
+        if rng.random() < 0.5:
+            words.append(_spans(p.lower, rng))
+        words = [w for i, w in enumerate(words) if w and w not in words[:i]]
+        rng.shuffle(words)
+        prefix = tok.prefix_keywords(words) if words else [BOS]
+    elif r < 0.85:
+        k = 2 if len(p.upper) >= 7 and rng.random() < 0.3 else 1
+        heads = p.upper[:k] + p.lower[:k]
+        if any(c in PUNCT for c in heads):
+            prefix = [BOS]
+        else:
+            prefix = [ACR] + tok.encode(heads) + [BOS]
+    else:
+        return [REV] + l + [SEP] + u + [EOS]
+    return prefix + u + [SEP] + l + [EOS]
+
+
+def batches(
+    tok: Tokenizer, pairs: list[Pair], batch_size: int, rng: random.Random
+) -> Iterator[tuple[list[list[int]], int]]:
+    """Endless length-bucketed batches; yields (sequences, epoch)."""
+    epoch = 0
+    while True:
+        idx = []
+        for i, p in enumerate(pairs):
+            w = SOURCES.get(p.source, 1.0)
+            idx += [i] * int(w) + ([i] if rng.random() < w - int(w) else [])
+        rng.shuffle(idx)
+        seqs = [make_example(tok, pairs[i], rng) for i in idx]
+        chunk = batch_size * 64
+        groups = []
+        for s in range(0, len(seqs), chunk):
+            block = sorted(seqs[s : s + chunk], key=len)
+            groups += [block[j : j + batch_size] for j in range(0, len(block), batch_size)]
+        rng.shuffle(groups)
+        for g in groups:
+            yield g, epoch
+        epoch += 1

@@ -1,0 +1,130 @@
+"""Language-model backends the decoder drives, behind one small protocol.
+
+The decoder needs three things from a model: its vocabulary (to build masks), how to lay out a
+prompt, and next-token log-probabilities for a batch of rows that it may reorder or fork between
+steps (beam search). ``OnnxLM`` keeps a KV cache and reorders it with the rows, so each step feeds
+one token per row; optional backends (Hugging Face, ModelScope) live in ``chunlian.model.hf``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from chunlian.model.tokenizer import EOS, PAD, SEP, Tokenizer
+
+
+class State(Protocol):
+    """Opaque per-batch state a backend carries between steps."""
+
+
+class LanguageModel(Protocol):
+    itos: list[str]
+    sep_id: int
+    eos_id: int
+
+    def encode_prompt(self, kind: str, text: str | list[str]) -> list[int]: ...
+
+    def start(self, prompts: list[list[int]]) -> tuple[State, np.ndarray]: ...
+
+    def step(self, state: State, parents: np.ndarray, tokens: np.ndarray) -> tuple[State, np.ndarray]: ...
+
+    def select(self, state: State, rows: np.ndarray) -> State: ...
+
+
+def log_softmax(x: np.ndarray) -> np.ndarray:
+    x = x - x.max(axis=-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+
+@dataclass
+class KVState:
+    past: np.ndarray  # (L,2,B,H,P,D)
+    key_mask: np.ndarray  # (B,P)
+    next_pos: np.ndarray  # (B,)
+
+
+def default_model_dir() -> Path:
+    env = os.environ.get("CHUNLIAN_MODEL_DIR")
+    return Path(env) if env else Path(str(resources.files("chunlian").joinpath("weights")))
+
+
+class OnnxLM:
+    """The shipped couplet GPT under ONNX Runtime, with a KV cache."""
+
+    def __init__(self, model_dir: str | Path | None = None, precision: str = "int8", threads: int = 0):
+        import onnxruntime as ort
+
+        self.dir = Path(model_dir) if model_dir else default_model_dir()
+        self.info = json.loads((self.dir / "config.json").read_text(encoding="utf-8"))
+        self.tok = Tokenizer.load(self.dir / "vocab.txt")
+        self.itos = self.tok.itos
+        self.sep_id, self.eos_id = SEP, EOS
+        cfg = self.info["config"]
+        self.n_layer, self.n_head = cfg["n_layer"], cfg["n_head"]
+        self.head_dim = cfg["n_embd"] // cfg["n_head"]
+        self.block_size = cfg["block_size"]
+        name = "couplet.int8.onnx" if precision == "int8" else "couplet.onnx"
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads or min(2, os.cpu_count() or 1)
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.precision = precision
+        self.session = ort.InferenceSession(str(self.dir / name), opts, providers=["CPUExecutionProvider"])
+        self._emb = None
+
+    @property
+    def embeddings(self) -> np.ndarray:
+        if self._emb is None:
+            self._emb = np.load(self.dir / "embeddings.npy").astype(np.float32)
+        return self._emb
+
+    def encode_prompt(self, kind: str, text) -> list[int]:
+        tok = self.tok
+        if kind == "keywords":
+            return tok.prefix_keywords(list(text))
+        if kind == "acrostic":
+            return tok.prefix_acrostic("".join(text))
+        if kind == "match":
+            return tok.prefix_match(text)
+        if kind == "reverse":
+            return tok.prefix_reverse(text)
+        return [tok.stoi["<bos>"]]
+
+    def _run(self, ids, pos, mask, past):
+        logits, present = self.session.run(None, {"input_ids": ids, "positions": pos, "key_mask": mask, "past": past})
+        return logits[:, -1, :], present
+
+    def start(self, prompts: list[list[int]]) -> tuple[KVState, np.ndarray]:
+        """Run left-padded prompts; returns the state and log-probs of each row's next token."""
+        B, T = len(prompts), max(len(p) for p in prompts)
+        ids = np.full((B, T), PAD, dtype=np.int64)
+        mask = np.zeros((B, T), dtype=np.float32)
+        pos = np.zeros((B, T), dtype=np.int64)
+        for i, p in enumerate(prompts):
+            ids[i, T - len(p) :] = p
+            mask[i, T - len(p) :] = 1.0
+            pos[i, T - len(p) :] = np.arange(len(p))
+        past = np.zeros((self.n_layer, 2, B, self.n_head, 0, self.head_dim), dtype=np.float32)
+        logits, present = self._run(ids, pos, mask, past)
+        lens = np.array([len(p) for p in prompts], dtype=np.int64)
+        return KVState(present, mask, lens), log_softmax(logits)
+
+    def select(self, state: KVState, rows: np.ndarray) -> KVState:
+        return KVState(state.past[:, :, rows], state.key_mask[rows], state.next_pos[rows])
+
+    def step(self, state: KVState, parents: np.ndarray, tokens: np.ndarray) -> tuple[KVState, np.ndarray]:
+        """Fork rows by ``parents`` (index into the previous rows), then feed one token per row."""
+        past = state.past[:, :, parents]
+        mask = np.concatenate([state.key_mask[parents], np.ones((len(parents), 1), np.float32)], axis=1)
+        pos = state.next_pos[parents]
+        if int(pos.max()) >= self.block_size:
+            raise ValueError("sequence longer than the model's context")
+        logits, present = self._run(tokens.reshape(-1, 1).astype(np.int64), pos.reshape(-1, 1), mask, past)
+        return KVState(present, mask, pos + 1), log_softmax(logits)

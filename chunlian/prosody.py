@@ -1,0 +1,318 @@
+"""Tones, 平仄 tracks and the rules of a couplet.
+
+Two tone tracks, never mixed within one couplet:
+- ``xin`` (新韵): modern Mandarin via pypinyin, tones 1–2 平, 3–4 仄 (neutral tone counts as 仄).
+- ``pingshui`` (平水韵): the classical rhyme book; old 入声 characters (福 国 吉 竹 节 一) are 仄.
+A character with both readings counts as either (``B``). Tone classes are bit sets so a decoder
+can mask a whole vocabulary at once: 1 = 平, 2 = 仄, 3 = either, 0 = unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+from pypinyin import Style, lazy_pinyin, pinyin
+
+PING, ZE, EITHER, UNKNOWN = 1, 2, 3, 0
+MARK = {PING: "平", ZE: "仄", EITHER: "中", UNKNOWN: "？"}
+TRACKS = ("xin", "pingshui")
+PUNCT = "，、；：？！。"
+
+
+def _data(name: str) -> str:
+    return resources.files("chunlian").joinpath("data", name).read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def pingshui_table() -> dict[str, int]:
+    table = {}
+    for line in _data("pingshui.tsv").splitlines():
+        if line.startswith("#") or not line:
+            continue
+        cls, chars = line.split("\t")
+        code = {"平": PING, "仄": ZE, "两": EITHER}[cls]
+        for ch in chars:
+            table[ch] = code
+    return table
+
+
+@lru_cache(maxsize=1)
+def inauspicious() -> frozenset[str]:
+    return frozenset("".join(ln for ln in _data("inauspicious.txt").splitlines() if not ln.startswith("#")))
+
+
+def _tone_of_syllable(syl: str) -> int:
+    if not syl or not syl[-1].isdigit():
+        return UNKNOWN
+    return PING if syl[-1] in "12" else ZE
+
+
+@lru_cache(maxsize=65536)
+def char_tone(ch: str, track: str = "xin") -> int:
+    """Context-free class of one character.
+
+    平水韵: every reading in the rhyme book counts (EITHER when they disagree). 新韵: the
+    character's common reading (pypinyin lists rare readings too: 春 chǔn, 福 fù), since the
+    line's own context decides polyphones such as 长 in ``line_tones``.
+    """
+    if track == "pingshui":
+        return pingshui_table().get(ch, UNKNOWN)
+    if track != "xin":
+        raise ValueError(f"unknown tone track {track!r}")
+    return _tone_of_syllable(pinyin(ch, style=Style.TONE3, neutral_tone_with_five=True)[0][0])
+
+
+def line_tones(line: str, track: str = "xin") -> list[int]:
+    """Tone class of each character of a line; punctuation is UNKNOWN.
+
+    For 新韵 the reading comes from the whole line (pypinyin's phrase table picks 长江's cháng),
+    falling back to the character's own readings when pypinyin has no tone for it.
+    """
+    if track == "pingshui":
+        return [UNKNOWN if c in PUNCT else char_tone(c, track) for c in line]
+    out = []
+    syls = lazy_pinyin(line, style=Style.TONE3, neutral_tone_with_five=True, errors=lambda s: ["?"] * len(s))
+    for ch, syl in zip(line, syls):
+        if ch in PUNCT:
+            out.append(UNKNOWN)
+        else:
+            code = _tone_of_syllable(syl)
+            out.append(code or char_tone(ch, track))
+    return out
+
+
+def marks(line: str, track: str = "xin") -> str:
+    """平仄 string of a line, punctuation kept in place (平仄中 marks, 中 = either)."""
+    return "".join(c if c in PUNCT else MARK[t] for c, t in zip(line, line_tones(line, track)))
+
+
+def clauses(line: str) -> list[tuple[int, int]]:
+    """(start, end) of each clause between punctuation marks."""
+    out, start = [], 0
+    for i, c in enumerate(line + "，"):
+        if c in PUNCT:
+            if i > start:
+                out.append((start, i))
+            start = i + 1
+    return out
+
+
+def rhythm_points(line: str) -> list[int]:
+    """Indices of the rhythm points: the 2nd, 4th, 6th … character of each clause, and its last."""
+    pts = []
+    for s, e in clauses(line):
+        pts += list(range(s + 1, e, 2))
+        if e - 1 not in pts:
+            pts.append(e - 1)
+    return sorted(pts)
+
+
+def opposed(a: int, b: int) -> bool:
+    """Two tone classes are opposed when some reading of one differs from some reading of the other."""
+    if a == UNKNOWN or b == UNKNOWN:
+        return False
+    return not (a == b and a != EITHER)
+
+
+def can_be(code: int, want: int) -> bool:
+    return bool(code & want)
+
+
+@dataclass
+class Rule:
+    name: str
+    hard: bool
+    passed: bool
+    message: str
+    score: float = 1.0
+
+
+@dataclass
+class Report:
+    upper: str
+    lower: str
+    track: str
+    tones: dict[str, str]
+    rules: list[Rule] = field(default_factory=list)
+
+    @property
+    def hard_ok(self) -> bool:
+        return all(r.passed for r in self.rules if r.hard)
+
+    @property
+    def soft_score(self) -> float:
+        soft = [r.score for r in self.rules if not r.hard]
+        return sum(soft) / len(soft) if soft else 1.0
+
+    def rule(self, name: str) -> Rule:
+        return next(r for r in self.rules if r.name == name)
+
+    def to_dict(self) -> dict:
+        return {
+            "track": self.track,
+            "tones": self.tones,
+            "hard_ok": self.hard_ok,
+            "soft_score": round(self.soft_score, 4),
+            "rules": [asdict(r) for r in self.rules],
+        }
+
+
+def repeat_violations(upper: str, lower: str) -> list[str]:
+    """Characters repeated in a way the other line does not mirror (重字).
+
+    A repeat inside one line is allowed only when the other line repeats one character at exactly
+    the same positions (叠字 such as 年年 / 步步); a character in both lines is never allowed.
+    """
+    bad = []
+    for line, other in ((upper, lower), (lower, upper)):
+        seen: dict[str, list[int]] = {}
+        for i, c in enumerate(line):
+            if c not in PUNCT:
+                seen.setdefault(c, []).append(i)
+        for c, pos in seen.items():
+            if c in other:
+                if line is upper:
+                    bad.append(c)
+                continue
+            if len(pos) > 1:
+                mirror = {other[i] for i in pos} if len(other) == len(line) else set()
+                ok = len(mirror) == 1 and [i for i, o in enumerate(other) if o in mirror] == pos
+                if not ok:
+                    bad.append(c)
+    return sorted(set(bad))
+
+
+def check(upper: str, lower: str, track: str = "xin", vocab=None) -> Report:
+    """Every rule of a couplet, hard and soft, with a one-line Chinese explanation each."""
+    tu, tl = line_tones(upper, track), line_tones(lower, track)
+    rep = Report(upper, lower, track, {"upper": marks(upper, track), "lower": marks(lower, track)})
+    add = rep.rules.append
+    same_len = len(upper) == len(lower) and len(upper) > 0
+    add(
+        Rule(
+            "equal_length",
+            True,
+            same_len,
+            f"字数相等（{len(upper)} / {len(lower)}）"
+            if same_len
+            else f"上下联字数不等（{len(upper)} / {len(lower)}）",
+        )
+    )
+    punct_ok = same_len and all((a in PUNCT) == (b in PUNCT) for a, b in zip(upper, lower))
+    add(Rule("punctuation_mirrored", True, punct_ok, "标点位置对应" if punct_ok else "上下联标点位置不对应"))
+    ends = [i for i, c in enumerate(upper) if c not in PUNCT]
+    last_u = tu[ends[-1]] if ends else UNKNOWN
+    ok = can_be(last_u, ZE)
+    add(
+        Rule(
+            "upper_ends_ze",
+            True,
+            ok,
+            f"上联末字「{upper[ends[-1]] if ends else ''}」为仄声"
+            if ok
+            else f"上联末字「{upper[ends[-1]] if ends else ''}」应为仄声（仄起平收）",
+        )
+    )
+    ends_l = [i for i, c in enumerate(lower) if c not in PUNCT]
+    last_l = tl[ends_l[-1]] if ends_l else UNKNOWN
+    ok = can_be(last_l, PING)
+    add(
+        Rule(
+            "lower_ends_ping",
+            True,
+            ok,
+            f"下联末字「{lower[ends_l[-1]] if ends_l else ''}」为平声"
+            if ok
+            else f"下联末字「{lower[ends_l[-1]] if ends_l else ''}」应为平声（仄起平收）",
+        )
+    )
+    bad = repeat_violations(upper, lower) if same_len else []
+    add(Rule("no_repeat", True, not bad, "无重字" if not bad else f"重字：{'、'.join(bad)}"))
+    ill = sorted({c for c in upper + lower if c in inauspicious()})
+    add(Rule("auspicious", True, not ill, "无不吉之字" if not ill else f"含不吉之字：{'、'.join(ill)}"))
+    if vocab is not None:
+        unk = sorted({c for c in upper + lower if c not in PUNCT and c not in vocab})
+        add(Rule("known_chars", True, not unk, "字皆在字表中" if not unk else f"字表外的字：{'、'.join(unk)}"))
+    # soft rules
+    if punct_ok:
+        pts = rhythm_points(upper)
+        opp = [i for i in pts if opposed(tu[i], tl[i])]
+        rate = len(opp) / len(pts) if pts else 1.0
+        miss = [i + 1 for i in pts if i not in opp]
+        add(
+            Rule(
+                "rhythm_opposed",
+                False,
+                not miss,
+                "节奏点平仄相对" if not miss else f"第{'、'.join(map(str, miss))}字平仄未相对",
+                rate,
+            )
+        )
+        alt_pairs = [(a, b) for s, e in clauses(upper) for a, b in zip(range(s + 1, e, 2), range(s + 3, e, 2))]
+        good = sum(opposed(tu[a], tu[b]) for a, b in alt_pairs) if alt_pairs else 0
+        rate = good / len(alt_pairs) if alt_pairs else 1.0
+        add(Rule("alternation", False, rate == 1.0, "句内平仄交替" if rate == 1.0 else "句内节奏点平仄未交替", rate))
+        pos_rate = pos_agreement(upper, lower)
+        add(Rule("parts_of_speech", False, pos_rate >= 0.7, f"词性相对 {pos_rate:.0%}", pos_rate))
+        shared = hezhang_words(upper, lower)
+        add(
+            Rule(
+                "no_hezhang",
+                False,
+                not shared,
+                "上下联意思不重复" if not shared else f"合掌：两联同用「{'、'.join(shared)}」",
+                0.0 if shared else 1.0,
+            )
+        )
+    return rep
+
+
+@lru_cache(maxsize=1)
+def _pos_classes() -> dict[str, str]:
+    out = {}
+    for line in _data("pos_classes.tsv").splitlines():
+        if line and not line.startswith("#"):
+            cls, flags = line.split("\t")
+            out.update({f: cls for f in flags.split()})
+    return out
+
+
+def _cls(flag: str) -> str:
+    table = _pos_classes()
+    return table.get(flag, table.get(flag[:1], "X"))
+
+
+@lru_cache(maxsize=8192)
+def _pos_tags(line: str) -> tuple[tuple[str, str], ...]:
+    """(word-level, character-level) coarse class of each character."""
+    import jieba
+    import jieba.posseg as pseg
+
+    jieba.setLogLevel(60)
+    words = []
+    for w in pseg.cut(line):
+        words += [_cls(w.flag)] * len(w.word)
+    chars = [_cls(next(iter(pseg.cut(c))).flag) if c not in PUNCT else "P" for c in line]
+    return tuple(zip(words, chars))
+
+
+def pos_agreement(upper: str, lower: str) -> float:
+    """Share of characters whose coarse part of speech matches across the lines (词性相对).
+
+    jieba's tagger reads modern prose, so a position counts as matched when either the word's tag
+    or the character's own tag agrees; the score is a soft signal, never a hard rule.
+    """
+    a, b = _pos_tags(upper), _pos_tags(lower)
+    pairs = [(x, y) for x, y, c in zip(a, b, upper) if c not in PUNCT]
+    return sum(x[0] == y[0] or x[1] == y[1] for x, y in pairs) / len(pairs) if pairs else 1.0
+
+
+def hezhang_words(upper: str, lower: str) -> list[str]:
+    """Words of two or more characters used by both lines (the lines saying the same thing)."""
+    import jieba
+
+    jieba.setLogLevel(60)
+    wu = {w for w in jieba.lcut(upper) if len(w) > 1}
+    return sorted(w for w in jieba.lcut(lower) if len(w) > 1 and w in wu)

@@ -1,0 +1,178 @@
+"""Form guarantees of the shipped model: property-tested over random valid inputs."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chunlian.errors import CoupletError
+from chunlian.prosody import check, line_tones, rhythm_points
+
+# common auspicious characters, all in the model's vocabulary
+POOL = "春福喜安康乐和顺兴旺财富贵吉祥如意年月花开家国山河风雨日新门庭金玉满堂龙马鹏程锦绣心想事成"
+
+words = st.lists(
+    st.text(alphabet=POOL, min_size=1, max_size=2).filter(lambda w: len(set(w)) == len(w)),
+    min_size=1,
+    max_size=2,
+).filter(lambda ws: len(set("".join(ws))) == len("".join(ws)))
+
+
+def _assert_form(upper, lower):
+    rep = check(upper, lower)
+    assert rep.hard_ok, (upper, lower, [r.message for r in rep.rules if not r.passed])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ws=words, length=st.sampled_from([5, 7, 9]), seed=st.one_of(st.none(), st.integers(0, 10_000)))
+def test_embedded_wish_words_always_give_well_formed_couplets(writer, ws, length, seed):
+    try:
+        res = writer.write(ws, length=length, count=2, seed=seed)
+    except CoupletError as e:
+        assert e.code == "keywords_do_not_fit"
+        return
+    for c in res.couplets:
+        assert len(c.upper) == len(c.lower) == length
+        _assert_form(c.upper, c.lower)
+        for w in ws:
+            assert w in c.upper or w in c.lower
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ws=words, length=st.sampled_from([5, 7]))
+def test_acrostic_heads_the_two_lines(writer, ws, length):
+    chars = "".join(ws)
+    res = writer.write(ws, length=length, mode="acrostic", count=1)
+    c = res.couplets[0]
+    half = (len(chars) + 1) // 2
+    assert c.upper.startswith(chars[:half]) and c.lower.startswith(chars[half:])
+    _assert_form(c.upper, c.lower)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    line=st.sampled_from(
+        [
+            "春回大地千山秀",
+            "一帆风顺年年好",
+            "天增岁月人增寿",
+            "莺歌燕舞，山河壮丽千秋秀",
+            "瑞雪兆丰年",
+            "金鸡报晓；岁岁平安家兴旺",
+        ]
+    )
+)
+def test_match_mirrors_punctuation_and_keeps_rules(writer, line):
+    res = writer.match(line, count=2)
+    for c in res.couplets:
+        given_line = c.upper if res.mode == "match" else c.lower
+        assert given_line == line
+        assert [i for i, ch in enumerate(c.upper) if ch in "，；、"] == [
+            i for i, ch in enumerate(c.lower) if ch in "，；、"
+        ]
+        _assert_form(c.upper, c.lower)
+
+
+def test_rhythm_points_are_opposed_by_construction(writer):
+    res = writer.match("春回大地千山秀", count=3)
+    for c in res.couplets:
+        tu, tl = line_tones(c.upper), line_tones(c.lower)
+        assert all(tu[i] != tl[i] for i in rhythm_points(c.upper))
+
+
+def test_a_line_ending_level_is_read_as_a_lower_line(writer):
+    res = writer.match("春满乾坤福满门", count=1)
+    assert res.mode == "reverse" and res.notice and "下联" in res.notice
+    assert res.couplets[0].lower == "春满乾坤福满门"
+
+
+def test_same_seed_same_couplet_new_seed_new_couplet(writer):
+    a = writer.write(["吉祥"], seed=7, count=1).couplets[0]
+    b = writer.write(["吉祥"], seed=7, count=1).couplets[0]
+    others = {(writer.write(["吉祥"], seed=s, count=1).couplets[0].upper) for s in range(8, 12)}
+    assert (a.upper, a.lower) == (b.upper, b.lower)
+    assert others - {a.upper}
+
+
+def test_candidates_are_distinct_and_ranked(writer):
+    res = writer.write(["如意", "飞跃"], count=3)
+    assert len({c.upper for c in res.couplets}) == len(res.couplets) >= 2
+    scores = [c.score for c in res.couplets]
+    assert scores == sorted(scores, reverse=True)
+
+
+SMOKE = [
+    "如意",
+    "飞跃",
+    "吉祥",
+    "平安",
+    "春风",
+    "富贵",
+    "兴旺",
+    "团圆",
+    "康宁",
+    "鹏程",
+    "丰收",
+    "和顺",
+    "锦绣",
+    "腾飞",
+    "福寿",
+    "金玉",
+    "喜庆",
+    "长春",
+    "昌盛",
+    "安康",
+]
+
+
+def test_shipped_model_writes_couplets_passing_every_hard_rule_for_20_wish_words(writer):
+    for w in SMOKE:
+        c = writer.write([w], count=1).couplets[0]
+        _assert_form(c.upper, c.lower)
+        assert w in c.upper + c.lower
+        assert len(c.horizontal) == 4
+
+
+def test_zodiac_phrases_only_in_their_year(writer):
+    from chunlian.decoding.hengpi import vocabulary
+
+    goat = {p.text for p in vocabulary() if p.zodiac == "羊"}
+    horse_year = {writer.write(["羊"], count=1, zodiac="马").couplets[0].horizontal}
+    assert not (horse_year & goat - {p.text for p in vocabulary() if p.zodiac is None})
+
+
+@pytest.mark.parametrize(
+    "bad,code",
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("hello", "not_chinese"),
+        ("😀", "not_chinese"),
+        ("如意\x07", "control_char"),
+        ("死", "inauspicious"),
+        ("如意吉祥平安", "keyword_too_long"),
+        ("春 福 喜 安 乐", "too_many_keywords"),
+        ("春 春", "repeated_char"),
+        ("龘", "unknown_char"),
+    ],
+)
+def test_bad_wish_words_give_a_clear_bilingual_error(writer, bad, code):
+    with pytest.raises(CoupletError) as ei:
+        writer.write(bad)
+    assert ei.value.code == code
+    assert ei.value.zh and ei.value.en and " / " in str(ei.value)
+
+
+@pytest.mark.parametrize(
+    "bad,code",
+    [
+        ("春回", "line_length"),
+        ("春" * 25, "line_length"),
+        ("，春回大地", "bad_punctuation"),
+        ("春回，，大地", "bad_punctuation"),
+        ("spring", "not_chinese"),
+    ],
+)
+def test_bad_upper_lines_give_a_clear_error(writer, bad, code):
+    with pytest.raises(CoupletError) as ei:
+        writer.match(bad)
+    assert ei.value.code == code

@@ -1,0 +1,96 @@
+"""Training, resume, export and the KV-cached ONNX runtime, on a tiny model trained in seconds."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnx")
+
+from chunlian.model.data import is_dev, read_pairs  # noqa: E402
+
+PAIRS = [
+    ("春回大地千山秀", "日暖神州万物荣"),
+    ("一帆风顺年年好", "万事如意步步高"),
+    ("天增岁月人增寿", "春满乾坤福满门"),
+    ("瑞雪兆丰年", "红梅迎新春"),
+    ("花开富贵", "竹报平安"),
+    ("风调雨顺", "国泰民安"),
+    ("莺歌燕舞，山河壮丽千秋秀", "鸟语花香，祖国腾飞万代兴"),
+    ("百花争艳", "万象更新"),
+]
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("data")
+    lines = [f"{u}\t{l}" for u, l in PAIRS] * 20
+    (d / "chunlian_pairs.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return d
+
+
+def test_dev_split_is_fixed_and_disjoint_from_training():
+    assert is_dev("春回大地千山秀", "日暖神州万物荣") == is_dev("春回大地千山秀", "日暖神州万物荣")
+    import pathlib
+
+    shared = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
+    if not shared.exists():
+        pytest.skip("../shared/data not present")
+    dev = read_pairs(shared, "dev")
+    assert 0.01 < len(dev) / (len(dev) + 300_000) < 0.03
+    assert all(is_dev(p.upper, p.lower) for p in dev[:500])
+
+
+@pytest.fixture(scope="module")
+def trained(data_dir, tmp_path_factory):
+    from chunlian.model.train import train
+
+    out = tmp_path_factory.mktemp("run")
+    kw = dict(minutes=0.05, n_layer=1, n_head=2, n_embd=32, batch_size=16, checkpoint_minutes=0.01, log=lambda m: None)
+    ckpt = train(str(data_dir), str(out), **kw)
+    first = torch.load(ckpt, weights_only=False)["step"]
+    train(str(data_dir), str(out), resume=True, **(kw | {"minutes": 0.1}))
+    return ckpt, first
+
+
+def test_training_checkpoints_and_resumes(trained):
+    ckpt, first = trained
+    state = torch.load(ckpt, weights_only=False)
+    assert first > 0 and state["step"] > first
+    assert state["elapsed"] >= 0.1 * 60 * 0.9
+
+
+def test_onnx_with_kv_cache_matches_the_torch_model(trained, tmp_path):
+    from chunlian.model.export import export, load_checkpoint
+    from chunlian.model.runtime import OnnxLM
+
+    ckpt, _ = trained
+    export(ckpt, tmp_path)
+    model, tok = load_checkpoint(ckpt)
+    lm = OnnxLM(tmp_path, precision="fp32")
+    prompts = [tok.prefix_match("春回大地千山秀"), tok.prefix_keywords(["如意"])]
+    state, logp = lm.start(prompts)
+    feed = [tok.encode("日暖神")[i] for i in range(3)]
+    seqs = [list(p) for p in prompts]
+    for t in feed:
+        state, logp = lm.step(state, np.arange(2), np.array([t, t]))
+        for s in seqs:
+            s.append(t)
+    for i, s in enumerate(seqs):
+        ids = torch.tensor([s])
+        with torch.no_grad():
+            logits, _ = model(ids, torch.arange(len(s)).unsqueeze(0), torch.ones(1, len(s)))
+        ref = torch.log_softmax(logits[0, -1], -1).numpy()
+        np.testing.assert_allclose(logp[i], ref, atol=1e-3)
+
+
+def test_exported_int8_model_decodes_under_the_rules(trained, tmp_path):
+    from chunlian.decoding.writer import CoupletWriter
+    from chunlian.model.export import export
+    from chunlian.model.runtime import OnnxLM
+    from chunlian.prosody import check
+
+    ckpt, _ = trained
+    export(ckpt, tmp_path)
+    w = CoupletWriter(OnnxLM(tmp_path, precision="int8"))
+    c = w.match("春回大地千山秀", count=1).couplets[0]
+    assert check(c.upper, c.lower).hard_ok
