@@ -141,6 +141,12 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"错误：命令参数有误（{self.prog}） / Error: {message}\n")
 
 
+def cmd_serve(args) -> None:
+    from chunlian.server import serve
+
+    serve(args.host, args.port)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="chunlian", description="春联 — offline AI spring-festival couplets")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
@@ -214,6 +220,11 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--data", default="../shared/data")
     d.add_argument("--source", action="append", help="only pairs from this file (repeatable)")
     d.set_defaults(func=cmd_devset)
+
+    s = sub.add_parser("serve", help="serve the page and the HTTP API")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+    s.set_defaults(func=cmd_serve)
 
     y = sub.add_parser("year", help="干支 and 生肖 of the coming Spring Festival")
     y.add_argument("--year", type=int, default=None)

@@ -1,0 +1,128 @@
+"""HTTP API and page: one process, one warmed engine.
+
+The engine is loaded and warmed in the lifespan hook, so ``/readyz`` turns 200 only once the
+first user would wait for nothing; ``/healthz`` answers from the first moment. Every input the
+engine rejects comes back as 422 with the same bilingual message the CLI prints.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import asynccontextmanager
+from importlib import resources
+from typing import Literal
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import BaseModel, Field, model_validator
+
+from chunlian.decoding import inputs
+from chunlian.engine import MAX_COUNT, Engine, check_couplet
+from chunlian.errors import CoupletError
+
+MAX_BODY_BYTES = 4096
+
+
+class CoupletRequest(BaseModel):
+    keywords: list[str] | None = Field(None, max_length=inputs.MAX_KEYWORDS, description="1–4 wish words")
+    upper: str | None = Field(None, max_length=64, description="an upper line to match (对对子)")
+    length: Literal[5, 7, 9, 11] = 7
+    placement: Literal["embed", "acrostic"] = "embed"
+    count: int = Field(3, ge=1, le=MAX_COUNT)
+    seed: int | None = Field(None, ge=0, le=2**31 - 1)
+    tones: Literal["xin", "pingshui"] = "xin"
+    script: Literal["simplified", "traditional"] = "simplified"
+    year: int | None = Field(None, ge=1901, le=2099)
+
+    @model_validator(mode="after")
+    def _one_input(self):
+        if (self.keywords is None) == (self.upper is None):
+            raise ValueError("give either keywords or upper / 请给出关键字或上联（二选一）")
+        return self
+
+
+class CheckRequest(BaseModel):
+    upper: str = Field(..., max_length=64)
+    lower: str = Field(..., max_length=64)
+    tones: Literal["xin", "pingshui"] = "xin"
+
+
+def create_app(engine: Engine | None = None, warm: bool = True) -> FastAPI:
+    state = {"engine": engine, "ready": False}
+
+    def _load():
+        if state["engine"] is None:
+            state["engine"] = Engine()
+        if warm:
+            state["engine"].warm()
+        state["ready"] = True
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        t = threading.Thread(target=_load, daemon=True)
+        t.start()
+        yield
+
+    app = FastAPI(title="chunlian 春联", version="0.1.0", lifespan=lifespan)
+
+    @app.middleware("http")
+    async def limit_body(request: Request, call_next):
+        size = request.headers.get("content-length")
+        if size and int(size) > MAX_BODY_BYTES:
+            return JSONResponse({"detail": {"code": "too_large", "message": "请求太大 / request body too large"}}, 413)
+        return await call_next(request)
+
+    @app.exception_handler(CoupletError)
+    async def couplet_error(_: Request, exc: CoupletError):
+        return JSONResponse({"detail": exc.to_dict()}, status_code=422)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError):
+        where = "; ".join(".".join(str(p) for p in e.get("loc", ())[1:]) or "body" for e in exc.errors())
+        err = CoupletError("bad_request", f"请求参数有误：{where}", f"invalid request fields: {where}")
+        return JSONResponse({"detail": err.to_dict()}, status_code=422)
+
+    def _engine() -> Engine:
+        if not state["ready"]:
+            raise CoupletError("not_ready", "模型还在预热，请稍候", "the model is still warming up")
+        return state["engine"]
+
+    @app.get("/healthz")
+    def healthz():
+        return {"ok": True}
+
+    @app.get("/readyz")
+    def readyz():
+        if not state["ready"]:
+            return JSONResponse({"ready": False}, status_code=503)
+        return {"ready": True}
+
+    @app.post("/api/v1/couplets")
+    def couplets(req: CoupletRequest):
+        eng = _engine()
+        if req.keywords is not None:
+            return eng.write(
+                req.keywords, req.length, req.placement, req.count, req.seed, req.tones, req.script, req.year
+            )
+        return eng.match(req.upper, req.count, req.seed, req.tones, req.script, req.year)
+
+    @app.post("/api/v1/check")
+    def check(req: CheckRequest):
+        return check_couplet(req.upper, req.lower, req.tones, _engine().writer.vocab)
+
+    @app.get("/api/v1/year")
+    def year(year: int | None = None):
+        return Engine.year(year).to_dict()
+
+    @app.get("/", response_class=HTMLResponse)
+    def page():
+        return resources.files("chunlian").joinpath("web", "index.html").read_text(encoding="utf-8")
+
+    return app
+
+
+def serve(host: str = "127.0.0.1", port: int = 8000) -> None:
+    import uvicorn
+
+    uvicorn.run(create_app(), host=host, port=port, log_level="info")
