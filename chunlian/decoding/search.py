@@ -8,6 +8,7 @@ beam: distinct samples, reproducible), while scores stay the model's true log-pr
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +17,40 @@ from chunlian.decoding.constraints import LineSpec, VocabMasks, allowed
 from chunlian.model.runtime import LanguageModel
 
 NEG = -1e9
+
+
+@dataclass
+class Start:
+    """Model call: run these prompts (left-padded), answer (state, next-token log-probs)."""
+
+    prompts: list[list[int]]
+
+
+@dataclass
+class Step:
+    """Model call: fork rows by ``parents``, feed one token per row, answer (state, log-probs)."""
+
+    state: object
+    parents: np.ndarray
+    tokens: np.ndarray
+
+
+Search = Generator[Start | Step, tuple, object]
+
+
+def drive(lm: LanguageModel, gen: Search):
+    """Run a search generator against one model, one call at a time; returns its result.
+
+    Searches yield their model calls instead of making them, so an engine can also drive many
+    searches at once and merge their calls into one batch.
+    """
+    try:
+        op = next(gen)
+        while True:
+            out = lm.start(op.prompts) if isinstance(op, Start) else lm.step(op.state, op.parents, op.tokens)
+            op = gen.send(out)
+    except StopIteration as stop:
+        return stop.value
 
 
 @dataclass
@@ -34,7 +69,6 @@ class LineResult:
 
 
 def search_line(
-    lm: LanguageModel,
     vm: VocabMasks,
     state,
     logp: np.ndarray,
@@ -45,7 +79,7 @@ def search_line(
     feed_end: bool,
     rng: np.random.Generator | None = None,
     temperature: float = 1.0,
-) -> LineResult:
+) -> Search:
     """Search one line for every group; ``groups[r]`` names the group of input row ``r``.
 
     Rows of a group whose constraints leave nothing to choose are dropped; a group with no row
@@ -84,12 +118,12 @@ def search_line(
         if not new_rows:
             return LineResult([], state, None)
         rows = new_rows
-        state, logp = lm.step(state, np.array(parents), np.array(tokens))
+        state, logp = yield Step(state, np.array(parents), np.array(tokens))
     for r, row in enumerate(rows):
         row.score += float(logp[r, end_token])
         row.key += float(logp[r, end_token])
     if feed_end:
         idx = np.arange(len(rows))
-        state, logp = lm.step(state, idx, np.full(len(rows), end_token))
+        state, logp = yield Step(state, idx, np.full(len(rows), end_token))
         return LineResult(rows, state, logp)
     return LineResult(rows, state, None)

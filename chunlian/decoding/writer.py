@@ -16,7 +16,7 @@ from chunlian import prosody
 from chunlian.decoding import inputs, placement
 from chunlian.decoding.constraints import LineSpec, VocabMasks, mirror_of
 from chunlian.decoding.hengpi import HengpiChooser
-from chunlian.decoding.search import search_line
+from chunlian.decoding.search import Search, Start, drive, search_line
 from chunlian.errors import CoupletError
 from chunlian.model.runtime import LanguageModel
 from chunlian.prosody import PING, PUNCT, ZE
@@ -73,7 +73,15 @@ class CoupletWriter:
         return self._masks[track]
 
     # ----------------------------------------------------------------------------------
-    def write(
+    def write(self, *args, **kwargs) -> Result:
+        """Couplets from wish words (see ``write_search`` for the arguments)."""
+        return drive(self.lm, self.write_search(*args, **kwargs))
+
+    def match(self, *args, **kwargs) -> Result:
+        """The other line for a given line (see ``match_search``)."""
+        return drive(self.lm, self.match_search(*args, **kwargs))
+
+    def write_search(
         self,
         keywords,
         length: int = 7,
@@ -82,7 +90,7 @@ class CoupletWriter:
         seed: int | None = None,
         tones: str = "xin",
         zodiac: str | None = None,
-    ) -> Result:
+    ) -> Search:
         words = inputs.keywords(keywords, self.vocab)
         n = inputs.length(length)
         vm = self.masks(tones)
@@ -103,9 +111,9 @@ class CoupletWriter:
                 LineSpec(n, ZE, fixed=p.upper, forbidden=reserved, mirror=mirror_of_fixed(p.lower), strict=strict)
                 for p in places
             ]
-            state, logp = self.lm.start([prompt] * len(places))
-            res = search_line(
-                self.lm, vm, state, logp, list(range(len(places))), specs, UPPER_WIDTH, self.lm.sep_id, True, rng
+            state, logp = yield Start([prompt] * len(places))
+            res = yield from search_line(
+                vm, state, logp, list(range(len(places))), specs, UPPER_WIDTH, self.lm.sep_id, True, rng
             )
             uppers = []
             seen = set()
@@ -134,8 +142,7 @@ class CoupletWriter:
                 )
                 for _, text, _, p in uppers
             ]
-            res2 = search_line(
-                self.lm,
+            res2 = yield from search_line(
                 vm,
                 state2,
                 res.logp[rows],
@@ -160,7 +167,7 @@ class CoupletWriter:
             "no_couplet", "没能写出合格的对联，请换几个字再试", "no couplet passed every rule; try other words"
         )
 
-    def match(
+    def match_search(
         self,
         upper,
         count: int = 3,
@@ -168,7 +175,7 @@ class CoupletWriter:
         tones: str = "xin",
         zodiac: str | None = None,
         direction: str = "auto",
-    ) -> Result:
+    ) -> Search:
         """The other line of a couplet. ``direction``: auto (a line ending 平 is taken as a 下联
         and gets an upper line), upper (always write the lower) or lower (always write the upper)."""
         if direction not in ("auto", "upper", "lower"):
@@ -195,9 +202,9 @@ class CoupletWriter:
                 mirror=mirror_of(text),
                 strict=strict,
             )
-            state, logp = self.lm.start([prompt])
+            state, logp = yield Start([prompt])
             width = max(8, 3 * count)
-            res = search_line(self.lm, vm, state, logp, [0], [spec], width, self.lm.eos_id, False, rng)
+            res = yield from search_line(vm, state, logp, [0], [spec], width, self.lm.eos_id, False, rng)
             pairs = [
                 ("".join(r.text), text, r.score) if reverse else (text, "".join(r.text), r.score) for r in res.rows
             ]
