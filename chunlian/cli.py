@@ -142,9 +142,23 @@ class _Parser(argparse.ArgumentParser):
 
 
 def cmd_serve(args) -> None:
+    from chunlian.engine.settings import Settings
     from chunlian.server import serve
 
-    serve(args.host, args.port)
+    names = [
+        "model_dir",
+        "precision",
+        "max_batch_size",
+        "max_wait_ms",
+        "max_concurrency",
+        "queue_size",
+        "request_timeout_s",
+        "cache_size",
+        "cache_ttl_s",
+        "threads",
+    ]
+    given = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
+    serve(args.host, args.port, Settings(**given))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -154,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     def model_opts(sp):
         sp.add_argument("--backend", default="onnx", choices=["onnx", "hf", "modelscope"])
         sp.add_argument("--model-dir", default=None, help="model directory (default: the shipped model)")
-        sp.add_argument("--precision", default="int8", choices=["int8", "fp32"])
+        sp.add_argument("--precision", default=None, choices=["int8", "fp32"])
 
     def gen_opts(sp):
         sp.add_argument("--count", type=int, default=3)
@@ -224,6 +238,16 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="serve the page and the HTTP API")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--model-dir", default=None)
+    s.add_argument("--precision", choices=["int8", "fp32"], default=None)
+    s.add_argument("--threads", type=int, default=None)
+    s.add_argument("--max-batch-size", type=int, default=None, help="most model rows in one call")
+    s.add_argument("--max-wait-ms", type=float, default=None, help="batching window of an idle worker")
+    s.add_argument("--max-concurrency", type=int, default=None)
+    s.add_argument("--queue-size", type=int, default=None)
+    s.add_argument("--request-timeout-s", type=float, default=None)
+    s.add_argument("--cache-size", type=int, default=None)
+    s.add_argument("--cache-ttl-s", type=float, default=None)
     s.set_defaults(func=cmd_serve)
 
     y = sub.add_parser("year", help="干支 and 生肖 of the coming Spring Festival")

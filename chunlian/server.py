@@ -7,18 +7,20 @@ engine rejects comes back as 422 with the same bilingual message the CLI prints.
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Literal
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field, model_validator
 
 from chunlian.decoding import inputs
-from chunlian.engine import MAX_COUNT, Engine, check_couplet
+from chunlian.engine import MAX_COUNT, Engine, Overloaded, Settings, check_couplet
 from chunlian.errors import CoupletError
 
 MAX_BODY_BYTES = 4096
@@ -48,13 +50,15 @@ class CheckRequest(BaseModel):
     tones: Literal["xin", "pingshui"] = "xin"
 
 
-def create_app(engine: Engine | None = None, warm: bool = True) -> FastAPI:
+def create_app(engine: Engine | None = None, settings: Settings | None = None) -> FastAPI:
+    """The app around one engine; without one, it builds a batching engine from ``settings``."""
+    settings = settings or (engine.settings if engine else Settings())
     state = {"engine": engine, "ready": False}
 
     def _load():
         if state["engine"] is None:
-            state["engine"] = Engine()
-        if warm:
+            state["engine"] = Engine(settings=settings, batching=True)
+        if settings.warm:
             state["engine"].warm()
         state["ready"] = True
 
@@ -63,6 +67,8 @@ def create_app(engine: Engine | None = None, warm: bool = True) -> FastAPI:
         t = threading.Thread(target=_load, daemon=True)
         t.start()
         yield
+        if state["engine"] is not None and engine is None:
+            state["engine"].close()
 
     app = FastAPI(title="chunlian 春联", version="0.1.0", lifespan=lifespan)
 
@@ -76,6 +82,16 @@ def create_app(engine: Engine | None = None, warm: bool = True) -> FastAPI:
     @app.exception_handler(CoupletError)
     async def couplet_error(_: Request, exc: CoupletError):
         return JSONResponse({"detail": exc.to_dict()}, status_code=422)
+
+    @app.exception_handler(Overloaded)
+    async def overloaded(_: Request, exc: Overloaded):
+        err = CoupletError("overloaded", "人太多了，请稍后再试", "too many requests right now; try again shortly")
+        return JSONResponse({"detail": err.to_dict()}, status_code=503, headers={"Retry-After": "1"})
+
+    @app.exception_handler(TimeoutError)
+    async def timed_out(_: Request, exc: TimeoutError):
+        err = CoupletError("timeout", "生成超时，请再试一次", "the couplet took too long; try again")
+        return JSONResponse({"detail": err.to_dict()}, status_code=503, headers={"Retry-After": "1"})
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError):
@@ -98,14 +114,29 @@ def create_app(engine: Engine | None = None, warm: bool = True) -> FastAPI:
             return JSONResponse({"ready": False}, status_code=503)
         return {"ready": True}
 
+    async def _await(fut: Future, eng: Engine) -> dict:
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(fut), eng.settings.request_timeout_s)
+        except asyncio.TimeoutError:
+            fut.cancel()
+            raise TimeoutError from None
+
     @app.post("/api/v1/couplets")
-    def couplets(req: CoupletRequest):
+    async def couplets(req: CoupletRequest):
         eng = _engine()
         if req.keywords is not None:
-            return eng.write(
+            fut = eng.submit_write(
                 req.keywords, req.length, req.placement, req.count, req.seed, req.tones, req.script, req.year
             )
-        return eng.match(req.upper, req.count, req.seed, req.tones, req.script, req.year)
+        else:
+            fut = eng.submit_match(req.upper, req.count, req.seed, req.tones, req.script, req.year)
+        return await _await(fut, eng)
+
+    @app.get("/metrics")
+    def metrics():
+        eng = state["engine"]
+        body = eng.metrics.render() if eng else b""
+        return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
     @app.post("/api/v1/check")
     def check(req: CheckRequest):
@@ -122,7 +153,9 @@ def create_app(engine: Engine | None = None, warm: bool = True) -> FastAPI:
     return app
 
 
-def serve(host: str = "127.0.0.1", port: int = 8000) -> None:
+def serve(host: str = "127.0.0.1", port: int = 8000, settings: Settings | None = None) -> None:
     import uvicorn
 
-    uvicorn.run(create_app(), host=host, port=port, log_level="info")
+    settings = settings or Settings()
+    print(f"chunlian settings: {settings.describe()}", flush=True)
+    uvicorn.run(create_app(settings=settings), host=host, port=port, log_level="info")

@@ -5,17 +5,25 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
+from chunlian.engine import Engine
 from chunlian.server import create_app
 
 
 @pytest.fixture(scope="module")
-def client(engine):
-    with TestClient(create_app(engine, warm=False)) as c:
-        for _ in range(100):
+def served(engine):
+    eng = Engine(lm=engine.lm, batching=True, request_timeout_s=120, warm=False)
+    with TestClient(create_app(eng)) as c:
+        for _ in range(600):
             if c.get("/readyz").status_code == 200:
                 break
             time.sleep(0.05)
-        yield c
+        yield c, eng
+    eng.close()
+
+
+@pytest.fixture(scope="module")
+def client(served):
+    return served[0]
 
 
 def test_health_and_ready(client):
@@ -66,3 +74,49 @@ def test_check_and_year(client):
 def test_page_is_served_and_loads_nothing_off_the_machine(client):
     html = client.get("/").text
     assert "开门见喜" in html and "http://" not in html and "https://" not in html
+
+
+def test_metrics_expose_the_named_series_and_they_move(client):
+    def sample(text, name):
+        vals = [
+            float(line.split()[-1])
+            for line in text.splitlines()
+            if line.startswith(name + " ") or line.startswith(name + "{")
+        ]
+        return sum(vals)
+
+    before = client.get("/metrics").text
+    for name in [
+        "chunlian_request_latency_seconds_count",
+        "chunlian_model_batch_rows_count",
+        "chunlian_queue_depth",
+        "chunlian_cache_hits_total",
+        "chunlian_cache_misses_total",
+        "chunlian_couplets_generated_total",
+        "process_resident_memory_bytes",
+    ]:
+        assert name in before, name
+    client.post("/api/v1/couplets", json={"keywords": ["安康"], "count": 1, "seed": 5})
+    client.post("/api/v1/couplets", json={"keywords": ["安康"], "count": 1, "seed": 5})
+    after = client.get("/metrics").text
+    for name in [
+        "chunlian_request_latency_seconds_count",
+        "chunlian_model_batch_rows_count",
+        "chunlian_couplets_generated_total",
+        "chunlian_cache_hits_total",
+        "chunlian_cache_misses_total",
+    ]:
+        assert sample(after, name) > sample(before, name), name
+
+
+def test_overload_is_answered_503_with_retry_after(served, monkeypatch):
+    client, eng = served
+    from chunlian.engine import Overloaded
+
+    def full(*a, **k):
+        raise Overloaded("queue full")
+
+    monkeypatch.setattr(eng, "submit_write", full)
+    r = client.post("/api/v1/couplets", json={"keywords": ["如意"]})
+    assert r.status_code == 503 and r.headers["retry-after"] == "1"
+    assert "稍后" in r.json()["detail"]["message"]

@@ -78,7 +78,8 @@ def search_line(
     end_token: int,
     feed_end: bool,
     rng: np.random.Generator | None = None,
-    temperature: float = 1.0,
+    temperature: float = 0.8,
+    top_k: int = 24,
 ) -> Search:
     """Search one line for every group; ``groups[r]`` names the group of input row ``r``.
 
@@ -101,6 +102,10 @@ def search_line(
             masked = np.where(a, lp, NEG)
             k = min(width, int(a.sum()))
             if rng is not None:
+                # sample among the row's top_k allowed tokens only: the long tail of a 7k vocabulary is noise
+                if int(a.sum()) > top_k:
+                    cut = np.partition(masked, -top_k)[-top_k]
+                    masked = np.where(masked >= cut, masked, NEG)
                 noisy = masked + temperature * rng.gumbel(size=masked.shape)
                 top = np.argpartition(-noisy, k - 1)[:k]
                 keys = noisy[top]

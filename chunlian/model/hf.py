@@ -81,5 +81,11 @@ class HFCoupletLM:
         seqs = [state.seqs[int(p)] + [int(t)] for p, t in zip(parents, tokens)]
         return SeqState(seqs), self._logp(seqs)
 
+    def start_many(self, jobs):
+        return [self.start(p) for p in jobs]
+
+    def step_many(self, jobs):
+        return [self.step(*j) for j in jobs]
+
     def select(self, state: SeqState, rows: np.ndarray) -> SeqState:
         return SeqState([state.seqs[int(r)] for r in rows])

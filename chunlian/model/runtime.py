@@ -119,6 +119,54 @@ class OnnxLM:
     def select(self, state: KVState, rows: np.ndarray) -> KVState:
         return KVState(state.past[:, :, rows], state.key_mask[rows], state.next_pos[rows])
 
+    # merged calls: many searches' rows in one model batch ---------------------------------
+    def start_many(self, jobs: list[list[list[int]]]) -> list[tuple[KVState, np.ndarray]]:
+        """``start`` for several searches at once; each gets back exactly its own rows."""
+        flat = [p for prompts in jobs for p in prompts]
+        state, logp = self.start(flat)
+        out, r = [], 0
+        for prompts in jobs:
+            n, T = len(prompts), max(len(p) for p in prompts)
+            cut = state.past.shape[4] - T
+            sub = KVState(
+                state.past[:, :, r : r + n, :, cut:], state.key_mask[r : r + n, cut:], state.next_pos[r : r + n]
+            )
+            out.append((sub, logp[r : r + n]))
+            r += n
+        return out
+
+    def step_many(self, jobs: list[tuple[KVState, np.ndarray, np.ndarray]]) -> list[tuple[KVState, np.ndarray]]:
+        """``step`` for several searches at once: caches of different lengths are left-padded
+        (the padding is masked out) into one batch, then each search's rows are cut back out."""
+        if len(jobs) == 1:
+            return [self.step(*jobs[0])]
+        P = max(st.past.shape[4] for st, _, _ in jobs)
+        pasts, masks, pos, toks = [], [], [], []
+        for st, parents, tokens in jobs:
+            past = st.past[:, :, parents]
+            pad = P - past.shape[4]
+            if pad:
+                past = np.concatenate([np.zeros(past.shape[:4] + (pad,) + past.shape[5:], np.float32), past], axis=4)
+            pasts.append(past)
+            masks.append(np.pad(st.key_mask[parents], ((0, 0), (pad, 0))))
+            pos.append(st.next_pos[parents])
+            toks.append(tokens)
+        past = np.concatenate(pasts, axis=2)
+        mask = np.concatenate([np.concatenate(masks), np.ones((past.shape[2], 1), np.float32)], axis=1)
+        positions = np.concatenate(pos)
+        if int(positions.max()) >= self.block_size:
+            raise ValueError("sequence longer than the model's context")
+        ids = np.concatenate(toks).reshape(-1, 1).astype(np.int64)
+        logits, present = self._run(ids, positions.reshape(-1, 1), mask, past)
+        logp = log_softmax(logits)
+        out, r = [], 0
+        for st, parents, _ in jobs:
+            n, cut = len(parents), P - st.past.shape[4]
+            sub = KVState(present[:, :, r : r + n, :, cut:], mask[r : r + n, cut:], positions[r : r + n] + 1)
+            out.append((sub, logp[r : r + n]))
+            r += n
+        return out
+
     def step(self, state: KVState, parents: np.ndarray, tokens: np.ndarray) -> tuple[KVState, np.ndarray]:
         """Fork rows by ``parents`` (index into the previous rows), then feed one token per row."""
         past = state.past[:, :, parents]

@@ -1,0 +1,263 @@
+"""The engine: one loaded model per process, warmed once, answering requests as plain dicts.
+
+Everything above it (CLI, HTTP server) speaks to this object only, so the JSON a user sees is the
+same from every door. With ``batching=True`` requests go through the dynamic batcher (one worker
+thread owns the model); deterministic requests — same normalised input, options and seed — are
+answered from an LRU cache with a TTL.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import threading
+import time
+from concurrent.futures import Future
+from functools import lru_cache
+
+from cachetools import TTLCache
+
+from chunlian import calendar, prosody
+from chunlian.decoding import inputs
+from chunlian.decoding.search import drive
+from chunlian.decoding.writer import CoupletWriter, Result
+from chunlian.engine.batcher import Batcher, Overloaded
+from chunlian.engine.metrics import Metrics
+from chunlian.engine.settings import Settings
+from chunlian.errors import CoupletError
+
+SCRIPTS = ("simplified", "traditional")
+MAX_COUNT = 8
+__all__ = ["Engine", "Settings", "Overloaded", "check_couplet", "load_model"]
+
+
+@lru_cache(maxsize=1)
+def _s2t():
+    import opencc
+
+    return opencc.OpenCC("s2t")
+
+
+def load_model(backend: str = "onnx", model_dir=None, precision: str = "fp32", threads: int = 0):
+    """The language model behind the engine: the shipped ONNX one unless asked otherwise."""
+    if backend == "onnx":
+        from chunlian.model.runtime import OnnxLM
+
+        return OnnxLM(model_dir, precision=precision, threads=threads)
+    if backend in ("hf", "modelscope"):
+        from chunlian.model.hf import HFCoupletLM
+
+        return HFCoupletLM(model_dir, layout=backend)
+    raise ValueError(f"unknown backend {backend!r}")
+
+
+class Engine:
+    def __init__(self, lm=None, settings: Settings | None = None, batching: bool = False, **overrides):
+        self.settings = s = settings or Settings(**{k: v for k, v in overrides.items() if v is not None})
+        self.started = time.time()
+        self.lm = lm or load_model(s.backend, s.model_dir, s.precision, s.threads)
+        self.writer = CoupletWriter(self.lm)
+        self.metrics = Metrics()
+        self.cache = TTLCache(s.cache_size, s.cache_ttl_s) if s.cache_size else None
+        self._cache_lock = threading.Lock()
+        self.batcher = None
+        if batching:
+            self.batcher = Batcher(
+                self.lm,
+                s.max_batch_size,
+                s.max_wait_ms,
+                s.max_concurrency,
+                s.queue_size,
+                on_batch=self.metrics.on_batch,
+            )
+        self.ready = False
+
+    def warm(self) -> float:
+        """Run each line length and mode once (cache bypassed), so the first user waits for nothing."""
+        t = time.perf_counter()
+        for n in inputs.LENGTHS:
+            self._execute(self.writer.write_search(["春"], length=n, count=3))
+        self._execute(self.writer.write_search(["如意"], mode="acrostic", count=3))
+        self._execute(self.writer.match_search("春回大地千山秀", count=3))
+        self._execute(self.writer.match_search("春满乾坤福满门", count=3))
+        self.ready = True
+        return time.perf_counter() - t
+
+    def close(self) -> None:
+        if self.batcher:
+            self.batcher.close()
+
+    # -- requests ----------------------------------------------------------------------------
+    @staticmethod
+    def year(year: int | None = None, today: dt.date | None = None) -> calendar.Year:
+        try:
+            return calendar.spring_festival(year) if year else calendar.coming_year(today)
+        except ValueError as e:
+            raise CoupletError("bad_year", f"年份须在{calendar.MIN_YEAR}到{calendar.MAX_YEAR}之间", str(e)) from None
+
+    @staticmethod
+    def _options(count: int, script: str) -> None:
+        if not 1 <= count <= MAX_COUNT:
+            raise CoupletError("bad_count", f"候选数须为1到{MAX_COUNT}", f"count must be 1 to {MAX_COUNT}")
+        if script not in SCRIPTS:
+            raise CoupletError("bad_script", "字形只能是简体或繁体", "script must be simplified or traditional")
+
+    def submit_write(
+        self,
+        keywords,
+        length: int = 7,
+        placement: str = "embed",
+        count: int = 3,
+        seed: int | None = None,
+        tones: str = "xin",
+        script: str = "simplified",
+        year: int | None = None,
+    ) -> Future:
+        """Start a couplet from wish words; the future holds the answer dict (or the error)."""
+        self._options(count, script)
+        words = inputs.keywords(keywords, self.writer.vocab)
+        y = self.year(year)
+        key = ("write", tuple(words), length, placement, count, seed, tones, script, y.year)
+        extra = {"keywords": words, "placement": placement, "seed": seed, "tones_track": tones}
+        return self._request(
+            "write",
+            key,
+            lambda: self.writer.write_search(words, length, placement, count, seed, tones, y.zodiac),
+            y,
+            script,
+            extra,
+        )
+
+    def submit_match(
+        self,
+        upper: str,
+        count: int = 3,
+        seed: int | None = None,
+        tones: str = "xin",
+        script: str = "simplified",
+        year: int | None = None,
+    ) -> Future:
+        """Start the other line for a given line; the future holds the answer dict (or the error)."""
+        self._options(count, script)
+        text = inputs.line(upper, self.writer.vocab)
+        y = self.year(year)
+        key = ("match", text, count, seed, tones, script, y.year)
+        return self._request(
+            "match",
+            key,
+            lambda: self.writer.match_search(text, count, seed, tones, y.zodiac),
+            y,
+            script,
+            {"seed": seed, "tones_track": tones},
+        )
+
+    def write(self, *args, **kwargs) -> dict:
+        return self._wait(self.submit_write(*args, **kwargs))
+
+    def match(self, *args, **kwargs) -> dict:
+        return self._wait(self.submit_match(*args, **kwargs))
+
+    def check(self, upper: str, lower: str, tones: str = "xin") -> dict:
+        return check_couplet(upper, lower, tones, self.writer.vocab)
+
+    # -- plumbing ----------------------------------------------------------------------------
+    def _wait(self, fut: Future) -> dict:
+        try:
+            return fut.result(timeout=self.settings.request_timeout_s)
+        except TimeoutError:
+            fut.cancel()
+            self.metrics.rejected.labels("timeout").inc()
+            raise
+
+    def _execute(self, gen) -> Result:
+        """Run one search: through the batcher when there is one, else right here."""
+        if self.batcher is None:
+            return drive(self.lm, gen)
+        return self.batcher.submit(gen, self.settings.request_timeout_s).result(self.settings.request_timeout_s)
+
+    def _request(self, mode, key, make_search, year, script, extra) -> Future:
+        t = time.perf_counter()
+        out: Future = Future()
+        if self.cache is not None:
+            with self._cache_lock:
+                hit = self.cache.get(key)
+            if hit is not None:
+                self.metrics.cache_hits.inc()
+                ans = copy.deepcopy(hit) | {"cached": True, "elapsed_ms": _ms(t)}
+                self.metrics.latency.labels(mode).observe(time.perf_counter() - t)
+                out.set_result(ans)
+                return out
+            self.metrics.cache_misses.inc()
+
+        def finish(res: Result) -> dict:
+            ans = self._answer(res, year, script, extra, t)
+            if self.cache is not None:
+                with self._cache_lock:
+                    self.cache[key] = copy.deepcopy(ans)
+            self.metrics.couplets.inc(len(ans["candidates"]))
+            self.metrics.latency.labels(ans["mode"]).observe(time.perf_counter() - t)
+            return ans
+
+        if self.batcher is None:
+            try:
+                out.set_result(finish(drive(self.lm, make_search())))
+            except Exception as exc:
+                out.set_exception(exc)
+            return out
+        try:
+            inner = self.batcher.submit(make_search(), self.settings.request_timeout_s)
+        except Overloaded:
+            self.metrics.rejected.labels("overloaded").inc()
+            raise
+        self.metrics.queue_depth.set(self.batcher.depth())
+
+        def done(f: Future) -> None:
+            self.metrics.queue_depth.set(self.batcher.depth())
+            if out.done():
+                return
+            try:
+                out.set_result(finish(f.result()))
+            except Exception as exc:
+                if isinstance(exc, TimeoutError):
+                    self.metrics.rejected.labels("timeout").inc()
+                if not out.done():
+                    out.set_exception(exc)
+
+        inner.add_done_callback(done)
+        out.add_done_callback(lambda f: inner.cancel() if f.cancelled() else None)
+        return out
+
+    def _answer(self, res: Result, year: calendar.Year, script: str, extra: dict, started: float) -> dict:
+        convert = _s2t().convert if script == "traditional" else None
+        cands = [c.to_dict(convert) for c in res.couplets]
+        return (
+            cands[0]
+            | {
+                "mode": res.mode,
+                "notice": res.notice,
+                "candidates": cands,
+                "year": year.to_dict(),
+                "script": script,
+                "cached": False,
+                "elapsed_ms": _ms(started),
+            }
+            | extra
+        )
+
+
+def _ms(t: float) -> float:
+    return round((time.perf_counter() - t) * 1000, 2)
+
+
+def check_couplet(upper: str, lower: str, tones: str = "xin", vocab=None) -> dict:
+    """The rule report for a couplet a person wrote; needs no model (only its character list)."""
+    if tones not in prosody.TRACKS:
+        raise CoupletError("bad_tones", "平仄只能选 xin（新韵）或 pingshui（平水韵）", "tones must be xin or pingshui")
+    if vocab is None:
+        from chunlian.model.runtime import default_model_dir
+
+        path = default_model_dir() / "vocab.txt"
+        vocab = set(path.read_text(encoding="utf-8").split()) if path.exists() else None
+    u, l = inputs.pair(upper, lower)
+    rep = prosody.check(u, l, tones, vocab)
+    return {"upper": u, "lower": l} | rep.to_dict()

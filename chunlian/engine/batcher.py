@@ -1,0 +1,158 @@
+"""Dynamic batching: many requests' searches advance together, one model call per step.
+
+Each request is a search generator (``chunlian.decoding.search``) that yields its model calls.
+One worker thread owns the model: it gathers the calls every active search is waiting on and
+runs them as one merged batch (``start_many`` / ``step_many``), so concurrent requests — of
+any length or mode — and the candidate rows within each share every forward pass. A request
+arriving at an idle worker waits at most ``max_wait_ms`` for company; one arriving while others
+run joins at the next step without waiting (continuous batching).
+
+Admission is bounded: at most ``max_concurrency`` searches run and ``queue_size`` wait; beyond
+that ``submit`` raises ``Overloaded`` at once. A request whose caller gave up is dropped at the
+next step, freeing its slot.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass, field
+
+from chunlian.decoding.search import Start
+
+
+class Overloaded(RuntimeError):
+    """No room: the queue is full."""
+
+
+@dataclass
+class _Job:
+    gen: object
+    future: Future
+    deadline: float
+    op: object = None
+    out: object = None
+    started: bool = False
+    rows: int = field(default=0)
+
+
+class Batcher:
+    def __init__(self, lm, max_batch_size=256, max_wait_ms=2.0, max_concurrency=64, queue_size=256, on_batch=None):
+        self.lm = lm
+        self.max_rows = max_batch_size
+        self.max_wait = max_wait_ms / 1000
+        self.max_concurrency = max_concurrency
+        self.queue: queue.Queue[_Job] = queue.Queue()  # admission is bounded by the semaphore
+        self.on_batch = on_batch or (lambda rows, jobs: None)
+        self.active: list[_Job] = []
+        self._admit = threading.BoundedSemaphore(max_concurrency + queue_size)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="chunlian-batcher", daemon=True)
+        self._thread.start()
+
+    # -- caller side -------------------------------------------------------------------------
+    def submit(self, gen, timeout_s: float = 10.0) -> Future:
+        if not self._admit.acquire(blocking=False):
+            gen.close()
+            raise Overloaded("queue full")
+        fut: Future = Future()
+        fut.add_done_callback(lambda _: self._admit.release())
+        self.queue.put_nowait(_Job(gen, fut, time.monotonic() + timeout_s))
+        return fut
+
+    def depth(self) -> int:
+        """Requests admitted and not finished (running + waiting)."""
+        return len(self.active) + self.queue.qsize()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    # -- worker side -------------------------------------------------------------------------
+    def _take(self, block: bool) -> None:
+        room = self.max_concurrency - len(self.active)
+        while room > 0:
+            try:
+                job = self.queue.get(timeout=0.05) if block else self.queue.get_nowait()
+            except queue.Empty:
+                return
+            block = False
+            self._advance(job, None)
+            if not job.future.done():
+                self.active.append(job)
+                room -= 1
+
+    def _advance(self, job: _Job, out) -> None:
+        try:
+            job.op = next(job.gen) if not job.started else job.gen.send(out)
+            job.started = True
+        except StopIteration as stop:
+            _settle(job.future, result=stop.value)
+        except Exception as exc:  # the search's own error (bad input) goes back to its caller
+            _settle(job.future, error=exc)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            if not self.active:
+                self._take(block=True)
+                if self.active and self.max_wait:
+                    deadline = time.monotonic() + self.max_wait
+                    while time.monotonic() < deadline and len(self.active) < self.max_concurrency:
+                        time.sleep(min(0.0005, max(0.0, deadline - time.monotonic())))
+                        self._take(block=False)
+            else:
+                self._take(block=False)
+            now = time.monotonic()
+            for job in self.active:
+                if now > job.deadline:
+                    _settle(job.future, error=TimeoutError("request timed out"))
+                if job.future.done():
+                    job.gen.close()
+            self.active = [j for j in self.active if not j.future.done()]
+            if not self.active:
+                continue
+            try:
+                self._run(self.active)
+            except Exception as exc:  # a model failure fails the requests in this batch, not the worker
+                for job in self.active:
+                    _settle(job.future, error=exc)
+            self.active = [j for j in self.active if not j.future.done()]
+
+    def _chunks(self, jobs, rows_of):
+        chunk, rows = [], 0
+        for j in jobs:
+            n = rows_of(j)
+            if chunk and rows + n > self.max_rows:
+                yield chunk, rows
+                chunk, rows = [], 0
+            chunk.append(j)
+            rows += n
+        if chunk:
+            yield chunk, rows
+
+    def _run(self, jobs: list[_Job]) -> None:
+        starts = [j for j in jobs if isinstance(j.op, Start)]
+        steps = [j for j in jobs if not isinstance(j.op, Start)]
+        for chunk, rows in self._chunks(starts, lambda j: len(j.op.prompts)):
+            outs = self.lm.start_many([j.op.prompts for j in chunk])
+            self.on_batch(rows, len(chunk))
+            for j, out in zip(chunk, outs):
+                self._advance(j, out)
+        for chunk, rows in self._chunks(steps, lambda j: len(j.op.parents)):
+            outs = self.lm.step_many([(j.op.state, j.op.parents, j.op.tokens) for j in chunk])
+            self.on_batch(rows, len(chunk))
+            for j, out in zip(chunk, outs):
+                self._advance(j, out)
+
+
+def _settle(fut: Future, result=None, error: BaseException | None = None) -> None:
+    """Complete a future unless its caller already gave up on it."""
+    try:
+        if error is not None:
+            fut.set_exception(error)
+        else:
+            fut.set_result(result)
+    except InvalidStateError:
+        pass

@@ -1,0 +1,55 @@
+"""Prometheus series of one engine, in a registry of its own (several engines may share a process)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.015, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10)
+ROW_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+class Metrics:
+    def __init__(self):
+        self.registry = r = CollectorRegistry()
+        ProcessCollector(registry=r)  # process_resident_memory_bytes, cpu seconds, open fds
+        self.latency = Histogram(
+            "chunlian_request_latency_seconds", "Request latency by mode", ["mode"], buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.batch_rows = Histogram(
+            "chunlian_model_batch_rows", "Rows in one model call", buckets=ROW_BUCKETS, registry=r
+        )
+        self.batch_requests = Histogram(
+            "chunlian_model_batch_requests", "Requests sharing one model call", buckets=ROW_BUCKETS, registry=r
+        )
+        self.queue_depth = Gauge("chunlian_queue_depth", "Requests admitted and not finished", registry=r)
+        self.cache_hits = Counter("chunlian_cache_hits", "Result-cache hits", registry=r)
+        self.cache_misses = Counter("chunlian_cache_misses", "Result-cache misses", registry=r)
+        self.couplets = Counter("chunlian_couplets_generated", "Couplets returned (candidates included)", registry=r)
+        self.rejected = Counter("chunlian_requests_rejected", "Requests refused", ["reason"], registry=r)
+        self.gpu_used = Gauge("chunlian_gpu_memory_used_bytes", "GPU memory in use (NVML)", ["gpu"], registry=r)
+        self.gpu_total = Gauge("chunlian_gpu_memory_total_bytes", "GPU memory in all (NVML)", ["gpu"], registry=r)
+        self._nvml = _nvml_handles()
+
+    def on_batch(self, rows: int, requests: int) -> None:
+        self.batch_rows.observe(rows)
+        self.batch_requests.observe(requests)
+
+    def render(self) -> bytes:
+        for i, h in enumerate(self._nvml):
+            import pynvml
+
+            info = pynvml.nvmlDeviceGetMemoryInfo(h)
+            self.gpu_used.labels(str(i)).set(info.used)
+            self.gpu_total.labels(str(i)).set(info.total)
+        return generate_latest(self.registry)
+
+
+def _nvml_handles() -> list:
+    """NVML device handles when a GPU and its driver are present; none otherwise (no nvidia-smi polling)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+    except Exception:
+        return []

@@ -1,0 +1,26 @@
+"""Every knob of the serving engine in one typed object (environment: CHUNLIAN_*)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CHUNLIAN_", extra="ignore")
+
+    model_dir: str | None = Field(None, description="model directory; default: the shipped weights")
+    backend: str = Field("onnx", description="onnx | hf | modelscope")
+    precision: str = Field("fp32", description="int8 | fp32 (see docs/PRECISION.md for the choice)")
+    threads: int = Field(0, ge=0, description="ONNX Runtime intra-op threads; 0 = up to 2")
+    max_batch_size: int = Field(256, ge=1, description="most model rows in one batched call")
+    max_wait_ms: float = Field(2.0, ge=0, le=50, description="how long an idle batcher waits for company")
+    max_concurrency: int = Field(64, ge=1, description="requests decoded at once")
+    queue_size: int = Field(256, ge=0, description="requests waiting beyond max_concurrency; more get 503")
+    request_timeout_s: float = Field(10.0, gt=0, description="a request still running after this is dropped")
+    cache_size: int = Field(4096, ge=0, description="LRU entries for deterministic requests; 0 disables")
+    cache_ttl_s: float = Field(3600.0, gt=0)
+    warm: bool = Field(True, description="warm every length and mode before /readyz turns ready")
+
+    def describe(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.model_dump().items())

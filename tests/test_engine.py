@@ -1,0 +1,129 @@
+"""The serving engine: batching, admission, timeouts, cache and metrics."""
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from chunlian.decoding.search import Start, Step
+from chunlian.engine import Engine, Overloaded
+from chunlian.engine.batcher import Batcher
+
+
+class SlowLM:
+    """A stand-in model whose every call takes ``delay`` seconds and can be held shut."""
+
+    def __init__(self, delay=0.0):
+        self.delay = delay
+        self.gate = threading.Event()
+        self.gate.set()
+        self.calls = []
+
+    def start_many(self, jobs):
+        self.gate.wait()
+        time.sleep(self.delay)
+        self.calls.append(sum(len(j) for j in jobs))
+        return [(len(j), np.zeros((len(j), 4))) for j in jobs]
+
+    def step_many(self, jobs):
+        self.gate.wait()
+        time.sleep(self.delay)
+        self.calls.append(sum(len(p) for _, p, _ in jobs))
+        return [(len(p), np.zeros((len(p), 4))) for _, p, _ in jobs]
+
+
+def search(steps=3, rows=2, answer="done"):
+    state, _ = yield Start([[1, 2]] * rows)
+    for _ in range(steps):
+        state, _ = yield Step(state, np.arange(rows), np.zeros(rows, int))
+    return answer
+
+
+def test_concurrent_searches_share_model_calls():
+    lm = SlowLM(delay=0.002)
+    b = Batcher(lm, max_wait_ms=20)
+    futs = [b.submit(search(answer=i)) for i in range(6)]
+    assert [f.result(5) for f in futs] == list(range(6))
+    assert max(lm.calls) == 12  # 6 searches x 2 rows in one call
+    b.close()
+
+
+def test_max_batch_size_splits_calls():
+    lm = SlowLM()
+    b = Batcher(lm, max_batch_size=4, max_wait_ms=20)
+    futs = [b.submit(search()) for _ in range(6)]
+    [f.result(5) for f in futs]
+    assert max(lm.calls) <= 4
+    b.close()
+
+
+def test_full_queue_is_refused_at_once_and_frees_when_done():
+    lm = SlowLM()
+    lm.gate.clear()
+    b = Batcher(lm, max_concurrency=1, queue_size=1, max_wait_ms=0)
+    first, second = b.submit(search()), b.submit(search())
+    t = time.perf_counter()
+    with pytest.raises(Overloaded):
+        b.submit(search())
+    assert time.perf_counter() - t < 0.05
+    lm.gate.set()
+    first.result(5), second.result(5)
+    assert b.submit(search()).result(5) == "done"
+    b.close()
+
+
+def test_timeout_frees_its_slot():
+    lm = SlowLM(delay=0.02)
+    b = Batcher(lm, max_concurrency=1, queue_size=0, max_wait_ms=0)
+    slow = b.submit(search(steps=100), timeout_s=0.1)
+    with pytest.raises(TimeoutError):
+        slow.result(5)
+    assert b.submit(search(steps=1)).result(5) == "done"
+    b.close()
+
+
+def test_search_errors_reach_their_caller_only():
+    def bad():
+        yield Start([[1]])
+        raise ValueError("boom")
+
+    b = Batcher(SlowLM(), max_wait_ms=10)
+    f_bad, f_good = b.submit(bad()), b.submit(search())
+    with pytest.raises(ValueError):
+        f_bad.result(5)
+    assert f_good.result(5) == "done"
+    b.close()
+
+
+# -- the real engine on the shipped model -------------------------------------------------------
+@pytest.fixture(scope="module")
+def batched(engine):
+    e = Engine(lm=engine.lm, batching=True, max_wait_ms=20, request_timeout_s=120)
+    yield e
+    e.close()
+
+
+def test_batched_results_equal_unbatched_for_the_same_seeds(engine, batched):
+    reqs = [(["如意"], 7, 1), (["吉祥", "平安"], 7, 2), (["马"], 5, 3), (["春"], 9, None), (["福"], 7, 4)]
+    alone = [engine.writer.write(w, length=n, count=2, seed=s) for w, n, s in reqs]
+    with ThreadPoolExecutor(len(reqs)) as ex:
+        together = list(ex.map(lambda r: batched.write(r[0], length=r[1], count=2, seed=r[2]), reqs))
+    for a, b in zip(alone, together, strict=True):
+        assert [(c.upper, c.lower) for c in a.couplets] == [(c["upper"], c["lower"]) for c in b["candidates"]]
+    reg = batched.metrics.registry
+    count = reg.get_sample_value("chunlian_model_batch_requests_count")
+    single = reg.get_sample_value("chunlian_model_batch_requests_bucket", {"le": "1.0"})
+    assert count > single  # some model calls carried more than one request
+
+
+def test_cache_hits_repeated_deterministic_requests_but_not_new_seeds(batched):
+    reg = batched.metrics.registry
+    hits0 = reg.get_sample_value("chunlian_cache_hits_total") or 0
+    a = batched.write(["富贵"], seed=11, count=1)
+    b = batched.write(["富贵"], seed=11, count=1)
+    assert not a["cached"] and b["cached"] and (a["upper"], a["lower"]) == (b["upper"], b["lower"])
+    c = batched.write(["富贵"], seed=12, count=1)
+    assert not c["cached"]
+    assert reg.get_sample_value("chunlian_cache_hits_total") - hits0 == 1
