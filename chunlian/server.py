@@ -56,11 +56,15 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
     state = {"engine": engine, "ready": False}
 
     def _load():
-        if state["engine"] is None:
-            state["engine"] = Engine(settings=settings, batching=True)
-        if settings.warm:
-            state["engine"].warm()
-        state["ready"] = True
+        try:
+            if state["engine"] is None:
+                state["engine"] = Engine(settings=settings, batching=True)
+            if settings.warm:
+                print(f"chunlian: warmed in {state['engine'].warm():.2f} s", flush=True)
+            state["ready"] = True
+        except Exception as exc:  # shown on /healthz and in the log; /readyz stays 503
+            state["error"] = f"{type(exc).__name__}: {exc}"
+            print(f"chunlian: model failed to load: {state['error']}", flush=True)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -106,6 +110,8 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
 
     @app.get("/healthz")
     def healthz():
+        if state.get("error"):
+            return JSONResponse({"ok": False, "error": state["error"]}, status_code=500)
         return {"ok": True}
 
     @app.get("/readyz")

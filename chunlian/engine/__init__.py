@@ -169,11 +169,11 @@ class Engine:
             self.metrics.rejected.labels("timeout").inc()
             raise
 
-    def _execute(self, gen) -> Result:
-        """Run one search: through the batcher when there is one, else right here."""
+    def _execute(self, gen, timeout_s: float = 300.0) -> Result:
+        """Run one search outside the request path (warm-up: first calls are slow, so a long timeout)."""
         if self.batcher is None:
             return drive(self.lm, gen)
-        return self.batcher.submit(gen, self.settings.request_timeout_s).result(self.settings.request_timeout_s)
+        return self.batcher.submit(gen, timeout_s).result(timeout_s)
 
     def _request(self, mode, key, make_search, year, script, extra) -> Future:
         t = time.perf_counter()

@@ -93,3 +93,82 @@ def export(ckpt: str | Path, out_dir: str | Path, quantize: bool = True, meta: d
     info = {"config": cfg.to_dict(), "format": "chunlian-gpt-kv/1"} | (meta or {})
     (out / "config.json").write_text(json.dumps(info, ensure_ascii=False, indent=2), encoding="utf-8")
     return out
+
+
+def load_exported(model_dir: str | Path) -> tuple[GPT, Tokenizer]:
+    """The torch network back from a shipped fp32 ONNX file (its initializers keep the torch names)."""
+    import onnx
+    from onnx import numpy_helper
+
+    d = Path(model_dir)
+    cfg = GPTConfig(**json.loads((d / "config.json").read_text(encoding="utf-8"))["config"])
+    model = GPT(cfg)
+    weights = {
+        i.name.removeprefix("model."): torch.from_numpy(numpy_helper.to_array(i).copy())
+        for i in onnx.load(str(d / FP32)).graph.initializer
+        if i.name.startswith("model.")
+    }
+    model.load_state_dict(weights)
+    model.eval()
+    return model, Tokenizer.load(d / "vocab.txt")
+
+
+def to_hf_gpt2(source: str | Path, out_dir: str | Path) -> Path:
+    """The same trained weights (a checkpoint, or a shipped model directory) as a Hugging Face
+    ``GPT2LMHeadModel``: the benchmark's peer.
+
+    The layouts match block for block; GPT-2's Conv1D stores weights transposed, and its GELU is
+    set to the exact one this network uses.
+    """
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    source = Path(source)
+    model, tok = load_exported(source) if source.is_dir() else load_checkpoint(source)
+    c = model.cfg
+    hf = GPT2LMHeadModel(
+        GPT2Config(
+            vocab_size=c.vocab_size,
+            n_positions=c.block_size,
+            n_embd=c.n_embd,
+            n_layer=c.n_layer,
+            n_head=c.n_head,
+            activation_function="gelu",
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+            layer_norm_epsilon=1e-5,
+            bos_token_id=2,
+            eos_token_id=4,
+            pad_token_id=0,
+        )
+    )
+    sd = {
+        "transformer.wte.weight": model.wte.weight,
+        "transformer.wpe.weight": model.wpe.weight,
+        "transformer.ln_f.weight": model.ln_f.weight,
+        "transformer.ln_f.bias": model.ln_f.bias,
+    }
+    for i, b in enumerate(model.blocks):
+        p = f"transformer.h.{i}."
+        sd |= {
+            p + "ln_1.weight": b.ln_1.weight,
+            p + "ln_1.bias": b.ln_1.bias,
+            p + "ln_2.weight": b.ln_2.weight,
+            p + "ln_2.bias": b.ln_2.bias,
+            p + "attn.c_attn.weight": b.c_attn.weight.t(),
+            p + "attn.c_attn.bias": b.c_attn.bias,
+            p + "attn.c_proj.weight": b.c_proj.weight.t(),
+            p + "attn.c_proj.bias": b.c_proj.bias,
+            p + "mlp.c_fc.weight": b.mlp_fc.weight.t(),
+            p + "mlp.c_fc.bias": b.mlp_fc.bias,
+            p + "mlp.c_proj.weight": b.mlp_proj.weight.t(),
+            p + "mlp.c_proj.bias": b.mlp_proj.bias,
+        }
+    with torch.no_grad():
+        missing, _ = hf.load_state_dict({k: v.detach().clone() for k, v in sd.items()}, strict=False)
+    assert all("attn.bias" in k or "masked_bias" in k or k == "lm_head.weight" for k in missing), missing
+    hf.tie_weights()
+    out = Path(out_dir)
+    hf.save_pretrained(str(out))
+    tok.save(out / "vocab.txt")
+    return out

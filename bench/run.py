@@ -1,0 +1,318 @@
+"""Side-by-side serving benchmark; writes docs/BENCHMARKS.md and docs/bench.png.
+
+    python bench/run.py                 # the full run (a few minutes)
+    python bench/run.py --quick         # seconds-long smoke (CI), writes into a temp folder
+
+One run measures, on this machine: (1) the peer users would write — Hugging Face transformers
+``generate()`` on the same weights converted to GPT2LMHeadModel, one request at a time; (2) the
+same peer with static batches of 8; (3) chunlian's engine, one request at a time; (4) ``chunlian
+serve`` on loopback under 1/8/32/64 concurrent HTTP clients. Every request is the same task: a
+full couplet (上联 + 下联, 3 candidates) from one wish word. The result cache is off throughout,
+so every request is computed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = [
+    "如意",
+    "吉祥",
+    "平安",
+    "富贵",
+    "团圆",
+    "康宁",
+    "鹏程",
+    "丰收",
+    "和顺",
+    "锦绣",
+    "腾飞",
+    "福寿",
+    "金玉",
+    "喜庆",
+    "长春",
+    "昌盛",
+    "安康",
+    "春风",
+    "兴旺",
+    "飞跃",
+]
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] * 1000 if xs else float("nan")
+
+
+def summary(name: str, lat: list[float], wall: float, requests: int, errors: int = 0) -> dict:
+    return {
+        "name": name,
+        "n": requests,
+        "errors": errors,
+        "p50_ms": pct(lat, 50),
+        "p95_ms": pct(lat, 95),
+        "p99_ms": pct(lat, 99),
+        "per_s": requests / wall if wall else float("nan"),
+    }
+
+
+# -- (1)(2) the peer ------------------------------------------------------------------------------
+def bench_peer(n: int, batch: int) -> tuple[dict, dict]:
+    import torch
+    from transformers import GPT2LMHeadModel
+
+    from chunlian.model.export import to_hf_gpt2
+    from chunlian.model.runtime import default_model_dir
+    from chunlian.model.tokenizer import EOS, PAD, Tokenizer
+
+    torch.set_num_threads(2)
+    d = to_hf_gpt2(default_model_dir(), tempfile.mkdtemp())
+    model = GPT2LMHeadModel.from_pretrained(str(d)).eval()
+    tok = Tokenizer.load(d / "vocab.txt")
+    kw = dict(
+        num_beams=3, num_return_sequences=3, max_new_tokens=16, do_sample=False, eos_token_id=EOS, pad_token_id=PAD
+    )
+
+    def run(words: list[str]) -> None:
+        prompts = [tok.prefix_keywords([w]) for w in words]
+        T = max(len(p) for p in prompts)
+        ids = torch.tensor([[PAD] * (T - len(p)) + p for p in prompts])
+        mask = (torch.arange(T)[None, :] >= torch.tensor([T - len(p) for p in prompts])[:, None]).long()
+        with torch.no_grad():
+            model.generate(ids, attention_mask=mask, **kw)
+
+    run(WORDS[:1])  # warm
+    lat = []
+    t0 = time.perf_counter()
+    for i in range(n):
+        t = time.perf_counter()
+        run([WORDS[i % len(WORDS)]])
+        lat.append(time.perf_counter() - t)
+    single = summary("peer: transformers generate(), 1 request at a time", lat, time.perf_counter() - t0, n)
+    lat, done = [], 0
+    t0 = time.perf_counter()
+    for i in range(0, n, batch):
+        words = [WORDS[(i + j) % len(WORDS)] for j in range(batch)]
+        t = time.perf_counter()
+        run(words)
+        lat += [time.perf_counter() - t] * batch
+        done += batch
+    batched = summary(f"peer: transformers generate(), static batches of {batch}", lat, time.perf_counter() - t0, done)
+    return single, batched
+
+
+# -- (3) the engine in process ------------------------------------------------------------------------
+def bench_engine(n: int, profile: bool) -> tuple[dict, str]:
+    from chunlian.engine import Engine
+
+    eng = Engine(cache_size=0)
+    eng.warm()
+    lat = []
+    t0 = time.perf_counter()
+    for i in range(n):
+        t = time.perf_counter()
+        eng.write([WORDS[i % len(WORDS)]], count=3)
+        lat.append(time.perf_counter() - t)
+    res = summary("chunlian engine, 1 request at a time (in process)", lat, time.perf_counter() - t0, n)
+    text = ""
+    if profile:
+        try:
+            from pyinstrument import Profiler
+        except ImportError:
+            return res, "(pyinstrument not installed)"
+        p = Profiler(interval=0.0005)
+        p.start()
+        for i in range(min(n, 30)):
+            eng.write([WORDS[i % len(WORDS)]], count=3)
+        p.stop()
+        text = p.output_text(unicode=False, color=False, show_all=False)
+    return res, text
+
+
+# -- (4) the server under concurrent clients ----------------------------------------------------------
+async def _load(port: int, clients: int, total: int, seconds: float) -> tuple[list[float], int, float]:
+    import httpx
+
+    lat, errors, sent = [], 0, 0
+    deadline = time.perf_counter() + seconds
+
+    async def client(k: int, http: httpx.AsyncClient) -> None:
+        nonlocal errors, sent
+        while sent < total and time.perf_counter() < deadline:
+            i = sent
+            sent += 1
+            body = {"keywords": [WORDS[i % len(WORDS)]], "count": 3}
+            t = time.perf_counter()
+            try:
+                r = await http.post(f"http://127.0.0.1:{port}/api/v1/couplets", json=body)
+                if r.status_code == 200:
+                    lat.append(time.perf_counter() - t)
+                else:
+                    errors += 1
+            except httpx.HTTPError:
+                errors += 1
+
+    limits = httpx.Limits(max_connections=clients + 4)
+    async with httpx.AsyncClient(timeout=30, limits=limits) as http:
+        t0 = time.perf_counter()
+        await asyncio.gather(*(client(k, http) for k in range(clients)))
+        wall = time.perf_counter() - t0
+    return lat, errors, wall
+
+
+def bench_server(levels: list[int], total: int, seconds: float) -> tuple[list[dict], float, float]:
+    import httpx
+
+    port = 8765
+    env = os.environ | {"CHUNLIAN_CACHE_SIZE": "0"}
+    log = open(Path(tempfile.gettempdir()) / "chunlian-bench-serve.log", "wb")  # noqa: SIM115
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chunlian.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
+    try:
+        ready = None
+        while time.perf_counter() - t0 < 120:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                    ready = time.perf_counter() - t0
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.02)
+        if ready is None:
+            raise RuntimeError(f"server did not become ready; see {log.name}")
+        rows = []
+        for c in levels:
+            lat, errors, wall = asyncio.run(_load(port, c, total, seconds))
+            rows.append(
+                summary(f"chunlian serve, {c} concurrent clients", lat, wall, len(lat), errors) | {"clients": c}
+            )
+        metrics = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+        rss = next(
+            float(line.split()[-1]) for line in metrics.splitlines() if line.startswith("process_resident_memory_bytes")
+        )
+        return rows, ready, rss / 2**20
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def machine() -> str:
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    mem = next(
+        (ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal")), "0"
+    )
+    import onnxruntime
+
+    return (
+        f"{cpu}, {os.cpu_count()} cores, {int(mem) / 2**20:.0f} GiB RAM, Python {platform.python_version()}, "
+        f"onnxruntime {onnxruntime.__version__}"
+    )
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    c = [r["clients"] for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(c, [r["p50_ms"] for r in rows], "o-", label="p50 latency (ms)")
+    ax.plot(c, [r["p95_ms"] for r in rows], "s--", label="p95 latency (ms)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("concurrent HTTP clients")
+    ax.set_ylabel("latency (ms)")
+    ax2 = ax.twinx()
+    ax2.plot(c, [r["per_s"] for r in rows], "^-", color="tab:red", label="couplets/s")
+    ax2.set_ylabel("full couplets (3 candidates) per second")
+    fig.legend(loc="upper left")
+    ax.set_title("chunlian serve on loopback")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="seconds-long smoke; writes to a temp folder")
+    ap.add_argument("--requests", type=int, default=200, help="requests per server concurrency level")
+    ap.add_argument("--seconds", type=float, default=30, help="time cap per server concurrency level")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    n_single = 3 if args.quick else 40
+    total = 6 if args.quick else args.requests
+    levels = [1, 4] if args.quick else [1, 8, 32, 64]
+    out = Path(args.out) if args.out else (Path(tempfile.mkdtemp()) if args.quick else ROOT / "docs")
+    out.mkdir(parents=True, exist_ok=True)
+
+    peer1, peer8 = bench_peer(n_single if args.quick else 40, 8)
+    eng, prof = bench_engine(n_single, profile=not args.quick)
+    server, ready_s, rss_mb = bench_server(levels, total, 5 if args.quick else args.seconds)
+    rows = [peer1, peer8, eng] + server
+    best = max(server, key=lambda r: r["per_s"])
+    ratios = {
+        "throughput, best serve level / peer single": best["per_s"] / peer1["per_s"],
+        "throughput, best serve level / peer batch 8": best["per_s"] / peer8["per_s"],
+        "p50, peer single / engine single": peer1["p50_ms"] / eng["p50_ms"],
+        "p50, peer single / serve at 1 client": peer1["p50_ms"] / server[0]["p50_ms"],
+    }
+    cmd = "python bench/run.py" + (" --quick" if args.quick else "")
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Measured with `{cmd}` on {machine()}. The load generator runs on the same two cores as the "
+        "server. Task for every request: a full couplet (上联 + 下联, 3 candidates, 7 characters) from one "
+        "wish word; the result cache is off, so nothing is served from memory.",
+        "",
+        "| setup | requests | errors | p50 ms | p95 ms | p99 ms | couplets/s |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {r['name']} | {r['n']} | {r['errors']} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | "
+        f"{r['p99_ms']:.1f} | {r['per_s']:.1f} |"
+        for r in rows
+    ]
+    lines += [
+        "",
+        f"- `chunlian serve` process start to `/readyz` 200 (model load + warm-up): {ready_s:.2f} s",
+        f"- server resident memory after the run: {rss_mb:.0f} MiB",
+        "",
+    ]
+    lines += ["| ratio | value |", "| --- | --- |"] + [f"| {k} | {v:.2f}× |" for k, v in ratios.items()]
+    lines += ["", "![latency and throughput against concurrency](bench.png)", ""]
+    if prof:
+        lines += ["## Where the time goes (pyinstrument, 30 engine requests)", "", "```", prof.strip(), "```", ""]
+    (out / "BENCHMARKS.md").write_text("\n".join(lines), encoding="utf-8")
+    try:
+        plot(server, out / "bench.png")
+    except ImportError:
+        pass
+    print(
+        json.dumps({"rows": rows, "ready_s": ready_s, "rss_mb": rss_mb, "ratios": ratios}, ensure_ascii=False, indent=1)
+    )
+    print(f"wrote {out / 'BENCHMARKS.md'}")
+
+
+if __name__ == "__main__":
+    main()
