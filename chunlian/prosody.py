@@ -70,8 +70,13 @@ def line_tones(line: str, track: str = "xin") -> list[int]:
     For 新韵 the reading comes from the whole line (pypinyin's phrase table picks 长江's cháng),
     falling back to the character's own readings when pypinyin has no tone for it.
     """
+    return list(_line_tones(line, track))
+
+
+@lru_cache(maxsize=16384)
+def _line_tones(line: str, track: str) -> tuple[int, ...]:
     if track == "pingshui":
-        return [UNKNOWN if c in PUNCT else char_tone(c, track) for c in line]
+        return tuple(UNKNOWN if c in PUNCT else char_tone(c, track) for c in line)
     out = []
     syls = lazy_pinyin(line, style=Style.TONE3, neutral_tone_with_five=True, errors=lambda s: ["?"] * len(s))
     for ch, syl in zip(line, syls):
@@ -80,7 +85,7 @@ def line_tones(line: str, track: str = "xin") -> list[int]:
         else:
             code = _tone_of_syllable(syl)
             out.append(code or char_tone(ch, track))
-    return out
+    return tuple(out)
 
 
 def marks(line: str, track: str = "xin") -> str:
@@ -184,8 +189,12 @@ def repeat_violations(upper: str, lower: str) -> list[str]:
     return sorted(set(bad))
 
 
-def check(upper: str, lower: str, track: str = "xin", vocab=None) -> Report:
-    """Every rule of a couplet, hard and soft, with a one-line Chinese explanation each."""
+def check(upper: str, lower: str, track: str = "xin", vocab=None, words: bool = True) -> Report:
+    """Every rule of a couplet, hard and soft, with a one-line Chinese explanation each.
+
+    ``words=False`` skips the two word-level soft rules (jieba: parts of speech, 合掌), the slow
+    part, for a first pass over many candidates.
+    """
     tu, tl = line_tones(upper, track), line_tones(lower, track)
     rep = Report(upper, lower, track, {"upper": marks(upper, track), "lower": marks(lower, track)})
     add = rep.rules.append
@@ -254,6 +263,8 @@ def check(upper: str, lower: str, track: str = "xin", vocab=None) -> Report:
         good = sum(opposed(tu[a], tu[b]) for a, b in alt_pairs) if alt_pairs else 0
         rate = good / len(alt_pairs) if alt_pairs else 1.0
         add(Rule("alternation", False, rate == 1.0, "句内平仄交替" if rate == 1.0 else "句内节奏点平仄未交替", rate))
+        if not words:
+            return rep
         pos_rate = pos_agreement(upper, lower)
         add(Rule("parts_of_speech", False, pos_rate >= 0.7, f"词性相对 {pos_rate:.0%}", pos_rate))
         shared = hezhang_words(upper, lower)
@@ -294,8 +305,15 @@ def _pos_tags(line: str) -> tuple[tuple[str, str], ...]:
     words = []
     for w in pseg.cut(line):
         words += [_cls(w.flag)] * len(w.word)
-    chars = [_cls(next(iter(pseg.cut(c))).flag) if c not in PUNCT else "P" for c in line]
+    chars = [_char_cls(c) if c not in PUNCT else "P" for c in line]
     return tuple(zip(words, chars))
+
+
+@lru_cache(maxsize=16384)
+def _char_cls(ch: str) -> str:
+    import jieba.posseg as pseg
+
+    return _cls(next(iter(pseg.cut(ch))).flag)
 
 
 def pos_agreement(upper: str, lower: str) -> float:

@@ -235,24 +235,37 @@ class CoupletWriter:
 
     # ----------------------------------------------------------------------------------
     def _finish(self, pairs, tones, count, words, zodiac, rng, vary: str = "both", ignore=()) -> list[Couplet]:
-        """Verify every candidate, rank, and keep ``count`` whose generated lines all differ."""
-        out: list[Couplet] = []
-        for upper, lower, lm_total in pairs:
-            rep = prosody.check(upper, lower, tones, self.vocab)
+        """Verify every candidate, rank, and keep ``count`` whose generated lines all differ.
+
+        Two passes: every candidate gets the hard rules and the tone-level soft rules; only the
+        best few also get the word-level ones (jieba), which cost the most.
+        """
+
+        def score(upper, lower, lm_total, full):
+            rep = prosody.check(upper, lower, tones, self.vocab, words=full)
             if not all(r.passed for r in rep.rules if r.hard and r.name not in ignore):
-                continue
+                return None
             if words and not all(w in upper + lower or _acrostic_ok(w, upper, lower) for w in words):
-                continue
+                return None
             chars = sum(1 for c in upper + lower if c not in PUNCT) + 2
             lm_score = lm_total / chars
-            out.append(Couplet(upper, lower, "", rep, lm_score + SOFT_WEIGHT * rep.soft_score, lm_score, words))
-        out.sort(key=lambda c: -c.score)
-        chosen: list[Couplet] = []
-        for c in out:
-            if all((vary == "lower" or c.upper != d.upper) and (vary == "upper" or c.lower != d.lower) for d in chosen):
-                chosen.append(c)
-            if len(chosen) == count:
-                break
+            return Couplet(upper, lower, "", rep, lm_score + SOFT_WEIGHT * rep.soft_score, lm_score, words)
+
+        def pick(cands, k):
+            chosen: list[Couplet] = []
+            for c in sorted(cands, key=lambda c: -c.score):
+                if all(
+                    (vary == "lower" or c.upper != d.upper) and (vary == "upper" or c.lower != d.lower) for d in chosen
+                ):
+                    chosen.append(c)
+                if len(chosen) == k:
+                    break
+            return chosen
+
+        totals = {(u, l): s for u, l, s in pairs}
+        first = [c for c in (score(u, l, s, False) for u, l, s in pairs) if c is not None]
+        shortlist = pick(first, 2 * count)
+        chosen = pick([score(c.upper, c.lower, totals[(c.upper, c.lower)], True) for c in shortlist], count)
         for c in chosen:
             c.horizontal = self.hengpi.choose(c.upper, c.lower, "".join(words), zodiac, rng)
         return chosen
