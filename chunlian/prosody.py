@@ -211,32 +211,8 @@ def check(upper: str, lower: str, track: str = "xin", vocab=None, words: bool = 
     )
     punct_ok = same_len and all((a in PUNCT) == (b in PUNCT) for a, b in zip(upper, lower))
     add(Rule("punctuation_mirrored", True, punct_ok, "标点位置对应" if punct_ok else "上下联标点位置不对应"))
-    ends = [i for i, c in enumerate(upper) if c not in PUNCT]
-    last_u = tu[ends[-1]] if ends else UNKNOWN
-    ok = can_be(last_u, ZE)
-    add(
-        Rule(
-            "upper_ends_ze",
-            True,
-            ok,
-            f"上联末字「{upper[ends[-1]] if ends else ''}」为仄声"
-            if ok
-            else f"上联末字「{upper[ends[-1]] if ends else ''}」应为仄声（仄起平收）",
-        )
-    )
-    ends_l = [i for i, c in enumerate(lower) if c not in PUNCT]
-    last_l = tl[ends_l[-1]] if ends_l else UNKNOWN
-    ok = can_be(last_l, PING)
-    add(
-        Rule(
-            "lower_ends_ping",
-            True,
-            ok,
-            f"下联末字「{lower[ends_l[-1]] if ends_l else ''}」为平声"
-            if ok
-            else f"下联末字「{lower[ends_l[-1]] if ends_l else ''}」应为平声（仄起平收）",
-        )
-    )
+    add(_end_rule("upper_ends_ze", "上联", upper, tu, ZE))
+    add(_end_rule("lower_ends_ping", "下联", lower, tl, PING))
     bad = repeat_violations(upper, lower) if same_len else []
     add(Rule("no_repeat", True, not bad, "无重字" if not bad else f"重字：{'、'.join(bad)}"))
     ill = sorted({c for c in upper + lower if c in inauspicious()})
@@ -278,6 +254,16 @@ def check(upper: str, lower: str, track: str = "xin", vocab=None, words: bool = 
             )
         )
     return rep
+
+
+def _end_rule(name: str, label: str, line: str, tones: list[int], want: int) -> Rule:
+    """仄起平收: the last character of the upper line is 仄, of the lower line 平."""
+    ends = [i for i, c in enumerate(line) if c not in PUNCT]
+    ch = line[ends[-1]] if ends else ""
+    ok = bool(ends) and can_be(tones[ends[-1]], want)
+    tone = MARK[want]
+    msg = f"{label}末字「{ch}」为{tone}声" if ok else f"{label}末字「{ch}」应为{tone}声（仄起平收）"
+    return Rule(name, True, ok, msg)
 
 
 @lru_cache(maxsize=1)
