@@ -22,6 +22,7 @@ from chunlian.model.runtime import LanguageModel
 from chunlian.prosody import PING, PUNCT, ZE
 
 SOFT_WEIGHT = 1.0
+RHYTHM_WEIGHT = 2.0  # a rhythm point left unopposed (masks relaxed, or a polyphone read otherwise) costs most
 UPPER_WIDTH, LOWER_WIDTH = 8, 3
 
 
@@ -249,7 +250,9 @@ class CoupletWriter:
                 return None
             chars = sum(1 for c in upper + lower if c not in PUNCT) + 2
             lm_score = lm_total / chars
-            return Couplet(upper, lower, "", rep, lm_score + SOFT_WEIGHT * rep.soft_score, lm_score, words)
+            rhythm = next((r.score for r in rep.rules if r.name == "rhythm_opposed"), 1.0)
+            total = lm_score + SOFT_WEIGHT * rep.soft_score - RHYTHM_WEIGHT * (1.0 - rhythm)
+            return Couplet(upper, lower, "", rep, total, lm_score, words)
 
         def pick(cands, k):
             chosen: list[Couplet] = []
