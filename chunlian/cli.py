@@ -23,6 +23,8 @@ def _show(ans: dict) -> None:
         print(f"  下联：{c['lower']}    {c['tones']['lower']}")
         print(f"  得分 {c['score']:.3f}")
     print(f"{y['label']} · 春节 {y['spring_festival']} · {ans['elapsed_ms']:.0f} ms")
+    if y["zodiac"] not in "".join(ans.get("keywords") or []):
+        print(f"生肖主题：chunlian write {y['zodiac']}")
 
 
 def _engine(args):
