@@ -85,8 +85,8 @@ def main() -> None:
         samples.append(("write --placement acrostic " + " ".join(ws), c))
     for upper in ["春回大地千山秀", "瑞雪兆丰年", "一帆风顺年年好", "莺歌燕舞，山河壮丽千秋秀", "金鸡报晓"]:
         samples.append(("match " + upper, eng.match(upper, count=1)))
-    facts = training_facts(args.ckpt)
     info = json.loads((eng.lm.dir / "config.json").read_text(encoding="utf-8"))
+    facts = training_facts(args.ckpt) or info.get("training", {})
     sizes = {p.name: p.stat().st_size for p in sorted(eng.lm.dir.iterdir())}
     params = facts.get("config") or info["config"]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()

@@ -90,7 +90,9 @@ def export(ckpt: str | Path, out_dir: str | Path, quantize: bool = True, meta: d
         folded.unlink()
     tok.save(out / "vocab.txt")
     np.save(out / "embeddings.npy", semantic_vectors(model.wte.weight.detach().numpy()))
-    info = {"config": cfg.to_dict(), "format": "chunlian-gpt-kv/1"} | (meta or {})
+    state = torch.load(ckpt, map_location="cpu", weights_only=False)
+    training = {"steps": state["step"], "minutes": round(state["elapsed"] / 60, 1), "tokens": state["tokens"]}
+    info = {"config": cfg.to_dict(), "format": "chunlian-gpt-kv/1", "training": training} | (meta or {})
     (out / "config.json").write_text(json.dumps(info, ensure_ascii=False, indent=2), encoding="utf-8")
     return out
 
