@@ -2,11 +2,17 @@
 
 Generation is deterministic (beam search, no seed) so two runs of the same model agree.
 JSON keys (``chunlian eval --json``):
-- pairs mode: n, failed (inputs with no couplet), bleu4, exact_match, hard_pass_rate,
-  rhythm_opposition_rate, repeat_rate, distinct2, upper_ends_ping_inputs, elapsed_s
+- pairs mode: n (inputs evaluated), skipped (outside the input limits: under 4 or over 24
+  characters, stray punctuation), failed (no couplet: unknown character, or no candidate passed),
+  bleu4 (all n, a failure counting as an empty line), bleu4_answered (answered inputs only),
+  exact_match, hard_pass_rate, rhythm_opposition_rate, repeat_rate, distinct2,
+  upper_ends_ping_inputs, elapsed_s
 - keywords mode: n, failed, keyword_presence_rate, hard_pass_rate, rhythm_opposition_rate,
   repeat_rate, distinct2, elapsed_s
-Rates are fractions in [0, 1]; hard_pass_rate counts a failed input as a failure.
+Rates are fractions in [0, 1]. hard_pass_rate, rhythm, repeat and distinct-2 are over the couplets
+returned (a returned couplet that broke a hard rule would count against it); failures are counted
+apart in ``failed``. Given lines may hold characters a 春联 avoids (lenient input); the generated
+line never does.
 """
 
 from __future__ import annotations
@@ -48,13 +54,14 @@ class Tally:
         return rep
 
     def summary(self) -> dict:
-        n = max(self.n, 1)
+        """Rates over the couplets returned; failures are reported apart."""
+        answered = max(self.n - self.failed, 1)
         return {
             "n": self.n,
             "failed": self.failed,
-            "hard_pass_rate": round(self.hard_ok / n, 4),
+            "hard_pass_rate": round(self.hard_ok / answered, 4),
             "rhythm_opposition_rate": round(self.opposed / max(self.points, 1), 4),
-            "repeat_rate": round(self.repeats / n, 4),
+            "repeat_rate": round(self.repeats / answered, 4),
             "distinct2": round(len(self.bigrams) / max(self.bigram_total, 1), 4),
         }
 
@@ -76,37 +83,46 @@ def eval_pairs(engine, path, limit=None, tones="xin", out=None, progress=None) -
     t0 = time.time()
     rows = read_pairs(path, limit)
     tally = Tally()
-    hyps, refs, exact, ping_inputs, lines = [], [], 0, 0, []
+    hyps, refs, exact, ping_inputs, lines, skipped, answered = [], [], 0, 0, [], 0, []
     for i, row in enumerate(rows):
         upper, ref = row[0].strip(), row[1].strip()
-        tally.n += 1
         try:
-            res = engine.writer.match(upper, count=1, tones=tones, direction="upper")
+            res = engine.writer.match(upper, count=1, tones=tones, direction="upper", lenient=True)
             c = res.couplets[0]
             hyp, hp = c.lower, c.horizontal
-            tally.add(c.upper, hyp, tones, ignore=("upper_ends_ze",))
+            tally.add(c.upper, hyp, tones, ignore=("upper_ends_ze", "auspicious"))
+            answered.append(len(hyps))
             if not prosody.can_be(prosody.line_tones(c.upper, tones)[-1], prosody.ZE):
                 ping_inputs += 1
-        except CoupletError:
+        except CoupletError as e:
+            if e.code in ("line_length", "bad_punctuation", "empty"):
+                skipped += 1
+                continue
             tally.failed += 1
             hyp, hp = "", ""
+        tally.n += 1
         hyps.append(hyp)
         refs.append(ref)
         exact += hyp == ref
         lines.append(f"{upper}\t{upper}\t{hyp}\t{hp}")
         if progress and (i + 1) % 100 == 0:
             progress(f"{i + 1}/{len(rows)}")
-    bleu = sacrebleu.corpus_bleu(hyps, [refs], tokenize="char").score if rows else 0.0
+    bleu = sacrebleu.corpus_bleu(hyps, [refs], tokenize="char").score if hyps else 0.0
+    ans_h, ans_r = [hyps[i] for i in answered], [refs[i] for i in answered]
+    bleu_ans = sacrebleu.corpus_bleu(ans_h, [ans_r], tokenize="char").score if ans_h else 0.0
     if out:
         Path(out).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rates = {k: v for k, v in tally.summary().items() if k not in ("n", "failed")}
     return (
         {
             "n": tally.n,
+            "skipped": skipped,
             "failed": tally.failed,
             "bleu4": round(bleu, 2),
+            "bleu4_answered": round(bleu_ans, 2),
             "exact_match": round(exact / max(tally.n, 1), 4),
         }
-        | tally.summary()
+        | rates
         | {"upper_ends_ping_inputs": ping_inputs, "elapsed_s": round(time.time() - t0, 2)}
     )
 

@@ -176,16 +176,21 @@ class CoupletWriter:
         tones: str = "xin",
         zodiac: str | None = None,
         direction: str = "auto",
+        lenient: bool = False,
     ) -> Search:
         """The other line of a couplet. ``direction``: auto (a line ending 平 is taken as a 下联
-        and gets an upper line), upper (always write the lower) or lower (always write the upper)."""
+        and gets an upper line), upper (always write the lower) or lower (always write the upper).
+        ``lenient`` (evaluation on general couplets) accepts a given line with characters a 春联
+        avoids; the generated line still never contains one."""
         if direction not in ("auto", "upper", "lower"):
             raise CoupletError(
                 "bad_direction", "方向只能是 auto、upper 或 lower", "direction must be auto, upper or lower"
             )
-        text = inputs.line(upper, self.vocab)
+        text = inputs.line(upper, self.vocab, auspicious=not lenient)
         vm = self.masks(tones)
         t = prosody.line_tones(text, tones)
+        # rules the given line alone can break are the person's choice, not ours to keep
+        given_rules = ("auspicious",) if lenient and set(text) & prosody.inauspicious() else ()
         last = max(i for i, c in enumerate(text) if c not in PUNCT)
         reverse = direction == "lower" or (direction == "auto" and t[last] == PING)
         n = len(text)
@@ -209,7 +214,6 @@ class CoupletWriter:
             pairs = [
                 ("".join(r.text), text, r.score) if reverse else (text, "".join(r.text), r.score) for r in res.rows
             ]
-            # the given line's own end tone is the person's choice, not a rule we can keep
             given_end = ("lower_ends_ping",) if reverse else ("upper_ends_ze",)
             found = self._finish(
                 pairs,
@@ -219,7 +223,7 @@ class CoupletWriter:
                 zodiac,
                 rng,
                 vary="upper" if reverse else "lower",
-                ignore=given_end if direction != "auto" else (),
+                ignore=(given_end if direction != "auto" else ()) + given_rules,
             )
             if found:
                 notice = None

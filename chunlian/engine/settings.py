@@ -15,7 +15,7 @@ class Settings(BaseSettings):
     threads: int = Field(0, ge=0, description="ONNX Runtime intra-op threads; 0 = up to 2")
     max_batch_size: int = Field(256, ge=1, description="most model rows in one batched call")
     max_wait_ms: float = Field(2.0, ge=0, le=50, description="how long an idle batcher waits for company")
-    max_concurrency: int = Field(64, ge=1, description="requests decoded at once")
+    max_concurrency: int = Field(16, ge=1, description="requests decoded at once (each holds its KV cache)")
     queue_size: int = Field(256, ge=0, description="requests waiting beyond max_concurrency; more get 503")
     request_timeout_s: float = Field(10.0, gt=0, description="a request still running after this is dropped")
     cache_size: int = Field(4096, ge=0, description="LRU entries for deterministic requests; 0 disables")
