@@ -47,10 +47,9 @@ class Tally:
             pts = prosody.rhythm_points(upper)
             self.points += len(pts)
             self.opposed += sum(prosody.opposed(tu[i], tl[i]) for i in pts)
-        for line in (lower,):
-            grams = [line[i : i + 2] for i in range(len(line) - 1)]
-            self.bigrams.update(grams)
-            self.bigram_total += len(grams)
+        grams = [lower[i : i + 2] for i in range(len(lower) - 1)]
+        self.bigrams.update(grams)
+        self.bigram_total += len(grams)
         return rep
 
     def summary(self) -> dict:

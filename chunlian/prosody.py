@@ -21,6 +21,11 @@ TRACKS = ("xin", "pingshui")
 PUNCT = "，、；：？！。"
 
 
+def is_han(ch: str) -> bool:
+    """One character of the basic CJK block (what the model and the tone tables cover)."""
+    return len(ch) == 1 and "\u4e00" <= ch <= "\u9fff"
+
+
 def _data(name: str) -> str:
     return resources.files("chunlian").joinpath("data", name).read_text(encoding="utf-8")
 

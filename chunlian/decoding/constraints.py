@@ -13,11 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
-from chunlian.prosody import EITHER, PING, PUNCT, ZE, char_tone, inauspicious, rhythm_points
-
-
-def _is_han(ch: str) -> bool:
-    return len(ch) == 1 and "\u4e00" <= ch <= "\u9fff"
+from chunlian.prosody import EITHER, PING, PUNCT, ZE, char_tone, inauspicious, is_han, rhythm_points
 
 
 class VocabMasks:
@@ -32,7 +28,7 @@ class VocabMasks:
         self.free = np.zeros(V, dtype=bool)  # may be chosen at an unconstrained position
         bad = inauspicious()
         for i, c in enumerate(itos):
-            if _is_han(c):
+            if is_han(c):
                 self.tone[i] = char_tone(c, track)
                 self.free[i] = c not in bad
         self.exact = {PING: self.free & (self.tone == PING), ZE: self.free & (self.tone == ZE)}

@@ -11,7 +11,7 @@ import unicodedata
 from functools import lru_cache
 
 from chunlian.errors import CoupletError
-from chunlian.prosody import inauspicious
+from chunlian.prosody import inauspicious, is_han
 
 LENGTHS = (5, 7, 9, 11)
 MAX_KEYWORDS, MAX_KEYWORD_CHARS = 4, 4
@@ -26,10 +26,6 @@ def _t2s():
     import opencc
 
     return opencc.OpenCC("t2s")
-
-
-def is_han(ch: str) -> bool:
-    return "\u4e00" <= ch <= "\u9fff"
 
 
 def _fold(text: str) -> str:

@@ -250,7 +250,7 @@ class CoupletWriter:
             rep = prosody.check(upper, lower, tones, self.vocab, words=full)
             if not all(r.passed for r in rep.rules if r.hard and r.name not in ignore):
                 return None
-            if words and not all(w in upper + lower or _acrostic_ok(w, upper, lower) for w in words):
+            if words and not all(c in upper + lower for c in "".join(words)):  # embedded or acrostic
                 return None
             chars = sum(1 for c in upper + lower if c not in PUNCT) + 2
             lm_score = lm_total / chars
@@ -289,7 +289,3 @@ def mirror_of_fixed(fixed: dict[int, str]) -> dict[int, int]:
         else:
             first[c] = i
     return out
-
-
-def _acrostic_ok(word: str, upper: str, lower: str) -> bool:
-    return all(c in upper + lower for c in word)

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from chunlian.model.tokenizer import ACR, BOS, EOS, PUNCT, REV, SEP, Tokenizer
+from chunlian.model.tokenizer import ACR, BOS, EOS, REV, SEP, Tokenizer
+from chunlian.prosody import PUNCT, is_han
 
 # file -> sampling weight per epoch (春联 up, regulated-verse middle couplets down)
 SOURCES = {
@@ -32,17 +33,13 @@ def is_dev(upper: str, lower: str) -> bool:
     return int(h, 16) % 100 < DEV_PERCENT
 
 
-def _is_han(ch: str) -> bool:
-    return "\u4e00" <= ch <= "\u9fff"
-
-
 def well_formed(upper: str, lower: str) -> bool:
     if not (1 <= len(upper) <= MAX_LINE) or len(upper) != len(lower):
         return False
     for a, b in zip(upper, lower):
         if (a in PUNCT) != (b in PUNCT):
             return False
-        if a not in PUNCT and not (_is_han(a) and _is_han(b)):
+        if a not in PUNCT and not (is_han(a) and is_han(b)):
             return False
     return True
 
@@ -78,7 +75,7 @@ def build_vocab(pairs: list[Pair], min_count: int = 3) -> Tokenizer:
     for p in pairs:
         cnt.update(p.upper)
         cnt.update(p.lower)
-    chars = sorted(c for c, n in cnt.items() if n >= min_count and (_is_han(c) or c in PUNCT))
+    chars = sorted(c for c, n in cnt.items() if n >= min_count and (is_han(c) or c in PUNCT))
     return Tokenizer(chars)
 
 

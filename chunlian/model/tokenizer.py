@@ -11,7 +11,6 @@ from pathlib import Path
 
 SPECIALS = ["<pad>", "<unk>", "<bos>", "<sep>", "<eos>", "<kw>", "<sp>", "<acr>", "<rev>"]
 PAD, UNK, BOS, SEP, EOS, KW, SP, ACR, REV = range(len(SPECIALS))
-PUNCT = "，、；：？！。"
 
 
 class Tokenizer:
