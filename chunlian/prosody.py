@@ -48,6 +48,12 @@ def inauspicious() -> frozenset[str]:
     return frozenset("".join(ln for ln in _data("inauspicious.txt").splitlines() if not ln.startswith("#")))
 
 
+@lru_cache(maxsize=1)
+def no_glyph() -> frozenset[str]:
+    """Characters no bundled font draws: a couplet must print, so the decoder never picks them."""
+    return frozenset("".join(ln for ln in _data("no_glyph.txt").splitlines() if not ln.startswith("#")))
+
+
 def _tone_of_syllable(syl: str) -> int:
     if not syl or not syl[-1].isdigit():
         return UNKNOWN

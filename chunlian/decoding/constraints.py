@@ -13,7 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
-from chunlian.prosody import EITHER, PING, PUNCT, ZE, char_tone, inauspicious, is_han, rhythm_points
+from chunlian.prosody import EITHER, PING, PUNCT, ZE, char_tone, inauspicious, is_han, no_glyph, rhythm_points
 
 
 class VocabMasks:
@@ -26,7 +26,7 @@ class VocabMasks:
         V = len(itos)
         self.tone = np.zeros(V, dtype=np.int8)
         self.free = np.zeros(V, dtype=bool)  # may be chosen at an unconstrained position
-        bad = inauspicious()
+        bad = inauspicious() | no_glyph()
         for i, c in enumerate(itos):
             if is_han(c):
                 self.tone[i] = char_tone(c, track)
