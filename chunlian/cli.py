@@ -17,7 +17,7 @@ def _show(ans: dict) -> None:
     y = ans["year"]
     if ans.get("notice"):
         print(ans["notice"])
-    for i, c in enumerate(ans["candidates"], 1):
+    for i, c in enumerate(ans["couplets"], 1):
         print(f"【{i}】横批：{c['horizontal']}")
         print(f"  上联：{c['upper']}    {c['tones']['upper']}")
         print(f"  下联：{c['lower']}    {c['tones']['lower']}")
@@ -158,8 +158,11 @@ def cmd_serve(args) -> None:
         "cache_size",
         "cache_ttl_s",
         "threads",
+        "kiosk_idle_s",
     ]
     given = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
+    if args.kiosk:
+        given["kiosk"] = True
     serve(args.host, args.port, Settings(**given))
 
 
@@ -250,6 +253,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--request-timeout-s", type=float, default=None)
     s.add_argument("--cache-size", type=int, default=None)
     s.add_argument("--cache-ttl-s", type=float, default=None)
+    s.add_argument("--kiosk", action="store_true", help="kiosk page: fullscreen, touch-sized, resets after idle")
+    s.add_argument("--kiosk-idle-s", type=float, default=None, help="kiosk: seconds untouched before reset (60)")
     s.set_defaults(func=cmd_serve)
 
     y = sub.add_parser("year", help="干支 and 生肖 of the coming Spring Festival")

@@ -14,16 +14,25 @@ from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Literal
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field, model_validator
+from starlette.concurrency import run_in_threadpool
 
+from chunlian import poster
 from chunlian.decoding import inputs
-from chunlian.engine import MAX_COUNT, Engine, Overloaded, Settings, check_couplet
+from chunlian.engine import MAX_COUNT, Engine, Overloaded, Settings, check_couplet, s2t
 from chunlian.errors import CoupletError
+from chunlian.prosody import is_han
 
 MAX_BODY_BYTES = 4096
+# the page loads nothing from elsewhere and runs no inline script: an echoed input could never execute
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; font-src 'self'; img-src 'self' data: blob:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
 
 
 class CoupletRequest(BaseModel):
@@ -79,9 +88,14 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
     @app.middleware("http")
     async def limit_body(request: Request, call_next):
         size = request.headers.get("content-length")
-        if size and int(size) > MAX_BODY_BYTES:
-            return JSONResponse({"detail": {"code": "too_large", "message": "请求太大 / request body too large"}}, 413)
-        return await call_next(request)
+        if size and (not size.isdigit() or int(size) > MAX_BODY_BYTES):
+            err = CoupletError("too_large", f"请求太大（上限{MAX_BODY_BYTES}字节）", "request body too large")
+            return JSONResponse({"detail": err.to_dict()}, 413)
+        response = await call_next(request)
+        response.headers["Content-Security-Policy"] = CSP
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        return response
 
     @app.exception_handler(CoupletError)
     async def couplet_error(_: Request, exc: CoupletError):
@@ -152,9 +166,39 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
     def year(year: int | None = None):
         return Engine.year(year).to_dict()
 
-    @app.get("/", response_class=HTMLResponse)
+    @app.get("/api/v1/couplets/image.png", response_class=Response)
+    async def image(
+        upper: str = Query(..., max_length=64, description="上联"),
+        lower: str = Query(..., max_length=64, description="下联"),
+        horizontal: str = Query(..., max_length=16, description="横批, 2–6 characters"),
+        ink: Literal["black", "gold"] = "black",
+        script: Literal["simplified", "traditional"] = "simplified",
+    ):
+        """A print-ready PNG: two red strips and the 横批 in the bundled calligraphy."""
+        u, l = inputs.pair(upper, lower)
+        if len(u) != len(l):
+            raise CoupletError("unequal", "上下联字数须相等", "the two lines must have the same length")
+        h = "".join(horizontal.split())
+        if not 2 <= len(h) <= 6 or not all(is_han(c) for c in h):
+            raise CoupletError("bad_horizontal", "横批须为二到六个汉字", "the horizontal scroll must be 2–6 characters")
+        if script == "traditional":
+            u, l, h = (s2t().convert(x) for x in (u, l, h))
+        png = await run_in_threadpool(poster.render, u, l, h, ink)
+        name = "chunlian.png"
+        return Response(
+            png,
+            media_type="image/png",
+            headers={"Content-Disposition": f'inline; filename="{name}"', "Cache-Control": "public, max-age=86400"},
+        )
+
+    web = resources.files("chunlian").joinpath("web")
+    app.mount("/static", StaticFiles(directory=str(web)), name="static")
+    page_html = web.joinpath("index.html").read_text(encoding="utf-8")
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page():
-        return resources.files("chunlian").joinpath("web", "index.html").read_text(encoding="utf-8")
+        mode = f'data-kiosk="{int(settings.kiosk)}" data-idle-s="{settings.kiosk_idle_s:g}"'
+        return page_html.replace("data-mode", mode, 1)
 
     return app
 

@@ -22,8 +22,8 @@ def test_write_json_schema():
     d = json.loads(run("write", "如意", "飞跃", "--count", "2", "--json", check=True).stdout)
     assert COUPLET_KEYS <= d.keys() and YEAR_KEYS <= d["year"].keys()
     assert d["year"]["ganzhi"] and d["year"]["zodiac"]
-    assert len(d["candidates"]) == 2
-    for c in d["candidates"]:
+    assert len(d["couplets"]) == 2
+    for c in d["couplets"]:
         assert COUPLET_KEYS <= c.keys()
         assert set(c["tones"]) == {"upper", "lower"} and len(c["tones"]["upper"]) == len(c["upper"])
         assert c["checks"]["hard_ok"] is True

@@ -111,7 +111,7 @@ def test_batched_results_equal_unbatched_for_the_same_seeds(engine, batched):
     with ThreadPoolExecutor(len(reqs)) as ex:
         together = list(ex.map(lambda r: batched.write(r[0], length=r[1], count=2, seed=r[2]), reqs))
     for a, b in zip(alone, together, strict=True):
-        assert [(c.upper, c.lower) for c in a.couplets] == [(c["upper"], c["lower"]) for c in b["candidates"]]
+        assert [(c.upper, c.lower) for c in a.couplets] == [(c["upper"], c["lower"]) for c in b["couplets"]]
     reg = batched.metrics.registry
     count = reg.get_sample_value("chunlian_model_batch_requests_count")
     single = reg.get_sample_value("chunlian_model_batch_requests_bucket", {"le": "1.0"})

@@ -1,5 +1,7 @@
 """The HTTP API as a browser or script uses it."""
 
+import io
+import re
 import time
 
 import pytest
@@ -33,7 +35,7 @@ def test_health_and_ready(client):
 
 def test_write_and_match(client):
     d = client.post("/api/v1/couplets", json={"keywords": ["如意"], "count": 2}).json()
-    assert "如意" in d["upper"] + d["lower"] and len(d["candidates"]) == 2 and d["year"]["zodiac"]
+    assert "如意" in d["upper"] + d["lower"] and len(d["couplets"]) == 2 and d["year"]["zodiac"]
     d = client.post("/api/v1/couplets", json={"upper": "春回大地千山秀", "count": 1, "script": "traditional"}).json()
     assert d["upper"] == "春回大地千山秀" and d["checks"]["hard_ok"]
 
@@ -120,3 +122,63 @@ def test_overload_is_answered_503_with_retry_after(served, monkeypatch):
     r = client.post("/api/v1/couplets", json={"keywords": ["如意"]})
     assert r.status_code == 503 and r.headers["retry-after"] == "1"
     assert "稍后" in r.json()["detail"]["message"]
+
+
+def test_answer_lists_couplets_with_tones_checks_and_score(client):
+    d = client.post("/api/v1/couplets", json={"keywords": ["吉祥"], "count": 2, "length": 5}).json()
+    assert len(d["couplets"]) == 2 and d["elapsed_ms"] >= 0 and d["year"]["ganzhi"]
+    for c in d["couplets"]:
+        assert len(c["upper"]) == len(c["lower"]) == 5
+        assert len(c["tones"]["upper"]) == 5 and c["checks"]["hard_ok"] and isinstance(c["score"], float)
+
+
+def _png(client, **params):
+    from PIL import Image
+
+    r = client.get("/api/v1/couplets/image.png", params=params)
+    assert r.status_code == 200 and r.headers["content-type"] == "image/png", r.text
+    return r.content, Image.open(io.BytesIO(r.content)).convert("RGB")
+
+
+def test_couplet_png_is_print_ready_in_either_ink_and_script(client):
+    couplet = {"upper": "如意春风催骏马", "lower": "吉祥时雨润神州", "horizontal": "吉祥如意"}
+    black, img = _png(client, **couplet)
+    assert img.height > 1.5 * img.width
+    gold, _ = _png(client, **couplet, ink="gold")
+    trad, _ = _png(client, **couplet, script="traditional")
+    assert len({black, gold, trad}) == 3
+    # the right strip (上联) and the left strip (下联) are red paper
+    w, h = img.size
+    for x in (int(w * 0.1), int(w * 0.9)):
+        r, g, b = img.getpixel((x, int(h * 0.95)))
+        assert r > 150 and g < 60 and b < 60
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"upper": "如意春风催骏马", "lower": "吉祥时雨润", "horizontal": "吉祥如意"},
+        {"upper": "如意春风催骏马", "lower": "吉祥时雨润神州", "horizontal": "<script>"},
+        {"upper": "<b>春风催骏马</b>", "lower": "吉祥时雨润神州", "horizontal": "吉祥如意"},
+        {"upper": "如意春风催骏马", "lower": "吉祥时雨润神州"},
+        {"upper": "如意春风催骏马", "lower": "吉祥时雨润神州", "horizontal": "吉祥如意", "ink": "red"},
+    ],
+)
+def test_bad_png_requests_are_422_and_echo_nothing_raw(client, params):
+    r = client.get("/api/v1/couplets/image.png", params=params)
+    assert r.status_code == 422 and r.headers["content-type"].startswith("application/json")
+    assert "<script>" not in r.text and "<b>" not in r.text
+    assert " / " in r.json()["detail"]["message"]
+
+
+def test_page_forbids_inline_and_foreign_scripts_and_serves_its_fonts(client):
+    r = client.get("/")
+    csp = r.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+    css = client.get("/static/fonts/fonts.css").text
+    urls = re.findall(r"url\(\./([^)]+)\)", css)
+    assert len(urls) > 90 and "Ma Shan Zheng" in css and "unicode-range" in css
+    font = client.get(f"/static/fonts/{urls[0]}")
+    assert font.status_code == 200 and font.content[:4] == b"wOF2"
+    for licence in ("ma-shan-zheng/OFL.txt", "lxgw-wenkai-tc/OFL.txt", "noto-serif-sc/OFL.txt"):
+        assert "Open Font License" in client.get(f"/static/fonts/{licence}").text

@@ -32,7 +32,7 @@ __all__ = ["Engine", "Settings", "Overloaded", "check_couplet", "load_model"]
 
 
 @lru_cache(maxsize=1)
-def _s2t():
+def s2t():
     import opencc
 
     return opencc.OpenCC("s2t")
@@ -194,7 +194,7 @@ class Engine:
             if self.cache is not None:
                 with self._cache_lock:
                     self.cache[key] = copy.deepcopy(ans)
-            self.metrics.couplets.inc(len(ans["candidates"]))
+            self.metrics.couplets.inc(len(ans["couplets"]))
             self.metrics.latency.labels(ans["mode"]).observe(time.perf_counter() - t)
             return ans
 
@@ -228,14 +228,14 @@ class Engine:
         return out
 
     def _answer(self, res: Result, year: calendar.Year, script: str, extra: dict, started: float) -> dict:
-        convert = _s2t().convert if script == "traditional" else None
+        convert = s2t().convert if script == "traditional" else None
         cands = [c.to_dict(convert) for c in res.couplets]
         return (
             cands[0]
             | {
                 "mode": res.mode,
                 "notice": res.notice,
-                "candidates": cands,
+                "couplets": cands,
                 "year": year.to_dict(),
                 "script": script,
                 "cached": False,

@@ -21,6 +21,8 @@ class Settings(BaseSettings):
     cache_size: int = Field(4096, ge=0, description="LRU entries for deterministic requests; 0 disables")
     cache_ttl_s: float = Field(3600.0, gt=0)
     warm: bool = Field(True, description="warm every length and mode before /readyz turns ready")
+    kiosk: bool = Field(False, description="page in kiosk mode: fullscreen, touch-sized, resets when idle")
+    kiosk_idle_s: float = Field(60.0, gt=0, description="kiosk: close the doors after this long untouched")
 
     def describe(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.model_dump().items())
