@@ -1,0 +1,268 @@
+// 开门见喜: the doors start swinging on the click while the couplet is being written, so the wait
+// hides inside the animation. Everything user-typed or server-sent goes into textContent, never HTML.
+"use strict";
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const root = document.documentElement;
+  const gate = $("gate");
+  const kiosk = root.dataset.kiosk === "1";
+  const idleMs = (parseFloat(root.dataset.idleS) || 60) * 1000;
+  const MAX_WORDS = 4;
+  const TIMEOUT_MS = 15000;
+  const state = { request: null, shown: null, seed: null, busy: false };
+  if (kiosk) root.classList.add("kiosk");
+
+  // ------------------------------------------------------------------ reading the form
+  const radio = (name) => document.querySelector(`input[name="${name}"]:checked`).value;
+  const hanCount = (s) => [...s].filter((c) => /\p{Script=Han}/u.test(c)).length;
+  const words = (q) => q.split(/[\s,，、;；]+/).filter(Boolean);
+
+  // wish words are separated (space or 、); one unbroken run of five or more characters is an upper line
+  function isLine(q) {
+    return !/[\s、]/.test(q) && hanCount(q) >= 5;
+  }
+
+  function readInput() {
+    const q = $("q").value.trim();
+    if (!q) return null;
+    const common = { count: 3, tones: radio("tones"), script: radio("script") };
+    if (isLine(q)) return { ...common, upper: q };
+    return {
+      ...common,
+      keywords: words(q),
+      length: Number(radio("length")),
+      placement: $("acrostic").checked ? "acrostic" : "embed",
+    };
+  }
+
+  function syncChips() {
+    const q = $("q").value.trim();
+    const have = isLine(q) ? [] : words(q);
+    document.querySelectorAll(".chip").forEach((b) => b.setAttribute("aria-pressed", String(have.includes(b.textContent))));
+  }
+
+  function toggleChip(b) {
+    const q = $("q").value.trim();
+    let list = isLine(q) ? [] : words(q);
+    if (list.includes(b.textContent)) list = list.filter((w) => w !== b.textContent);
+    else if (list.length < MAX_WORDS) list.push(b.textContent);
+    else return flash(`最多${MAX_WORDS}个吉祥词 / at most ${MAX_WORDS} wish words`);
+    $("q").value = list.join(" ");
+    syncChips();
+  }
+
+  // ------------------------------------------------------------------ talking to the server
+  async function ask(req, seed) {
+    const ctl = new AbortController();
+    const timer = setTimeout(() => ctl.abort(), TIMEOUT_MS);
+    let r;
+    try {
+      r = await fetch("/api/v1/couplets", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(seed == null ? req : { ...req, seed }),
+        signal: ctl.signal,
+      });
+    } catch (e) {
+      throw new Error(e.name === "AbortError" ? "等待太久，请再试一次 / took too long, please try again"
+                                              : "连不上服务 / cannot reach the server");
+    } finally {
+      clearTimeout(timer);
+    }
+    let d = null;
+    try { d = await r.json(); } catch (e) { /* not JSON: fall through to the status line */ }
+    if (!r.ok) {
+      const det = d && d.detail;
+      throw new Error(det && det.message ? det.message : `出错了（${r.status}）/ request failed (${r.status})`);
+    }
+    return d;
+  }
+
+  // ------------------------------------------------------------------ showing a couplet
+  function fill(el, text, tones) {
+    el.replaceChildren();
+    [...text].forEach((ch, i) => {
+      const s = document.createElement("span");
+      s.className = "ch";
+      s.textContent = ch;
+      const t = tones && tones[i];
+      if (t === "平" || t === "仄") s.dataset.tone = t;
+      el.append(s);
+    });
+  }
+
+  function imageUrl(c) {
+    const p = new URLSearchParams({
+      upper: c.upper, lower: c.lower, horizontal: c.horizontal,
+      ink: gate.classList.contains("gold-ink") ? "gold" : "black",
+    });
+    return `/api/v1/couplets/image.png?${p}`;
+  }
+
+  function show(c) {
+    state.shown = c;
+    fill($("upper"), c.upper, c.tones && c.tones.upper);
+    fill($("lower"), c.lower, c.tones && c.tones.lower);
+    fill($("horizontal"), c.horizontal);
+    gate.style.setProperty("--n", String([...c.upper].length));
+    $("download").href = imageUrl(c);
+    $("download").download = `春联-${c.horizontal}.png`;
+    setStatus("");
+    gate.classList.add("written");
+    $("actions").hidden = false;
+  }
+
+  const same = (a, b) => a && b && a.upper === b.upper && a.lower === b.lower;
+
+  // ------------------------------------------------------------------ actions
+  async function openGate(ev) {
+    ev.preventDefault();
+    if (state.busy) return;
+    const req = readInput();
+    if (!req) return showError("请先点一个吉祥词，或输入上联 / pick a wish word or type an upper line first");
+    showError("");
+    state.request = req;
+    state.seed = null;
+    gate.classList.remove("written");
+    setStatus("正在挥毫… / writing…");
+    gate.classList.add("open");
+    reveal();
+    busy(true);
+    const t0 = performance.now();
+    try {
+      show((await ask(req, null)).couplets[0]);
+      gate.dataset.elapsedMs = String(Math.round(performance.now() - t0)); // click to couplet on the page
+    } catch (e) {
+      showError(e.message);
+      closeGate();
+    } finally {
+      busy(false);
+    }
+  }
+
+  async function another() {
+    if (state.busy || !state.request) return;
+    busy(true);
+    try {
+      for (let tries = 0; tries < 4; tries++) {
+        state.seed = (state.seed ?? 0) + 1;
+        const d = await ask(state.request, state.seed);
+        const c = d.couplets.find((x) => !same(x, state.shown));
+        if (c) {
+          gate.classList.remove("written");
+          void gate.offsetWidth; // restart the unrolling
+          return show(c);
+        }
+      }
+      flash("暂时换不出新的一副 / no different couplet this time");
+    } catch (e) {
+      flash(e.message);
+    } finally {
+      busy(false);
+    }
+  }
+
+  function closeGate() {
+    gate.classList.remove("open", "written");
+    $("actions").hidden = true;
+    setStatus("");
+  }
+
+  async function copy() {
+    const c = state.shown;
+    if (!c) return;
+    const text = `上联：${c.upper}\n下联：${c.lower}\n横批：${c.horizontal}`;
+    try {
+      await navigator.clipboard.writeText(text);
+    } catch (e) { // plain http on a LAN kiosk has no clipboard API
+      const t = document.createElement("textarea");
+      t.value = text;
+      document.body.append(t);
+      t.select();
+      document.execCommand("copy");
+      t.remove();
+    }
+    flash("已复制 / copied");
+  }
+
+  function toggle(btn, cls) {
+    const on = gate.classList.toggle(cls);
+    btn.setAttribute("aria-pressed", String(on));
+    if (state.shown) $("download").href = imageUrl(state.shown);
+  }
+
+  // ------------------------------------------------------------------ small helpers
+  // on a phone the form sits under the gate: bring the gate back into view as it opens
+  function reveal() {
+    const top = $("scene").getBoundingClientRect().top;
+    if (top < 0) {
+      const calm = matchMedia("(prefers-reduced-motion: reduce)").matches;
+      $("scene").scrollIntoView({ behavior: calm ? "auto" : "smooth", block: "start" });
+    }
+  }
+  function busy(on) {
+    state.busy = on;
+    $("open").setAttribute("aria-busy", String(on));
+    $("again").disabled = on;
+  }
+  function showError(msg) { $("error").textContent = msg; }
+  function setStatus(msg) { $("status").textContent = msg; }
+  let toastTimer = 0;
+  function flash(msg) {
+    $("toast").textContent = msg;
+    clearTimeout(toastTimer);
+    toastTimer = setTimeout(() => { $("toast").textContent = ""; }, 2500);
+  }
+
+  function reset() {
+    closeGate();
+    $("ask").reset();
+    showError("");
+    syncChips();
+    for (const [id, cls] of [["marks", "marks"], ["ink", "gold-ink"]]) {
+      gate.classList.remove(cls);
+      $(id).setAttribute("aria-pressed", "false");
+    }
+    state.request = state.shown = null;
+  }
+
+  async function loadYear() {
+    try {
+      const r = await fetch("/api/v1/year");
+      const y = await r.json();
+      const [yy, mm, dd] = y.spring_festival.split("-").map(Number);
+      $("year").textContent = `${y.label} · 春节 ${yy}年${mm}月${dd}日`;
+      $("inside-year").textContent = y.label;
+      const chip = $("zodiac-chip");
+      chip.textContent = y.zodiac;
+      chip.title = `${y.label}`;
+      chip.hidden = false;
+    } catch (e) { /* the year line is decoration; the gate works without it */ }
+  }
+
+  // ------------------------------------------------------------------ wiring
+  $("ask").addEventListener("submit", openGate);
+  $("q").addEventListener("input", syncChips);
+  document.querySelectorAll(".chip").forEach((b) => b.addEventListener("click", () => toggleChip(b)));
+  $("again").addEventListener("click", another);
+  $("marks").addEventListener("click", (e) => toggle(e.currentTarget, "marks"));
+  $("ink").addEventListener("click", (e) => toggle(e.currentTarget, "gold-ink"));
+  $("copy").addEventListener("click", copy);
+  $("print").addEventListener("click", () => window.print());
+  $("close").addEventListener("click", closeGate);
+  loadYear();
+
+  if (kiosk) {
+    let idle = 0;
+    const touched = () => {
+      clearTimeout(idle);
+      idle = setTimeout(reset, idleMs);
+    };
+    for (const ev of ["pointerdown", "keydown", "input"]) document.addEventListener(ev, touched, { passive: true });
+    document.addEventListener("pointerdown", () => {
+      if (!document.fullscreenElement && root.requestFullscreen) root.requestFullscreen().catch(() => {});
+    }, { once: true });
+    document.addEventListener("contextmenu", (e) => e.preventDefault());
+    touched();
+  }
+})();
