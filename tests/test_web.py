@@ -230,3 +230,24 @@ def test_kiosk_is_touch_sized_and_resets_when_idle(browser, live):
     pg.wait_for_function("() => !document.getElementById('gate').classList.contains('open')", timeout=10_000)
     assert pg.input_value("#q") == ""
     ctx.close()
+
+
+def test_print_shows_only_the_three_strips(page):
+    _open(page, "富贵")
+    page.set_viewport_size({"width": 760, "height": 1090})  # about an A4 page
+    page.emulate_media(media="print")
+    assert page.eval_on_selector(".panel", "e => getComputedStyle(e).display") == "none"
+    assert not page.is_visible(".door-left") and not page.is_visible(".roof")
+    boxes = {
+        i: page.eval_on_selector(
+            f"#{i}", "e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; }"
+        )
+        for i in ("upper", "lower", "horizontal")
+    }
+    hx, hy, hw, hh = boxes["horizontal"]
+    assert hw > 3 * hh  # one line across the top
+    ux, uy, uw, uh = boxes["upper"]
+    lx, ly, lw, lh = boxes["lower"]
+    assert ux > hx + hw / 2 > lx + lw and uy > hy + hh and uh > 3 * uw  # 上联 right, 下联 left, below the 横批
+    assert uy + uh <= 1090
+    page.screenshot(path=str(ARTIFACTS / "print.png"))
