@@ -277,6 +277,16 @@ def _end_rule(name: str, label: str, line: str, tones: list[int], want: int) -> 
     return Rule(name, True, ok, msg)
 
 
+def preload() -> None:
+    """Load every table and dictionary now (jieba's take most of a second), not on a first request."""
+    pingshui_table()
+    inauspicious()
+    no_glyph()
+    _pos_classes()
+    line_tones("春回大地千山秀", "xin")
+    _pos_tags("春回大地千山秀")
+
+
 @lru_cache(maxsize=1)
 def _pos_classes() -> dict[str, str]:
     out = {}

@@ -13,7 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
-from chunlian.prosody import EITHER, PING, PUNCT, ZE, char_tone, inauspicious, is_han, no_glyph, rhythm_points
+from chunlian.prosody import EITHER, PING, PUNCT, UNKNOWN, ZE, char_tone, inauspicious, is_han, no_glyph, rhythm_points
 
 
 class VocabMasks:
@@ -32,6 +32,8 @@ class VocabMasks:
                 self.tone[i] = char_tone(c, track)
                 self.free[i] = c not in bad
         self.exact = {PING: self.free & (self.tone == PING), ZE: self.free & (self.tone == ZE)}
+        # opposite[tone code] as one table, so a whole batch of rows is masked by fancy indexing
+        self.opposite = np.stack([self.opposite_of(code) for code in range(max(PING, ZE, EITHER, UNKNOWN) + 1)])
 
     def opposite_of(self, code: int) -> np.ndarray:
         """Tokens whose tone is certainly opposed to ``code`` (any token if code is 'either')."""
@@ -74,35 +76,52 @@ class LineSpec:
         return j if j in self.points else None
 
 
-def allowed(vm: VocabMasks, spec: LineSpec, pos: int, text: list[str]) -> np.ndarray | int:
-    """Mask of tokens allowed at ``pos`` given the characters already chosen (or one forced id)."""
-    if pos in spec.punct:
-        return vm.id(spec.punct[pos])
-    if pos in spec.fixed:
-        return vm.id(spec.fixed[pos])
-    if pos in spec.mirror:
-        return vm.id(text[spec.mirror[pos]])
-    if pos == spec.last:
-        m = vm.exact[spec.end_tone].copy()
-    elif spec.strict and pos in spec.points:
-        m = vm.free.copy()
-        if spec.other_tones is not None and spec.other_tones[pos] in (PING, ZE):
-            m &= vm.opposite_of(spec.other_tones[pos])
-        if spec.alternate:
-            j = spec.prev_point(pos)
-            if j is not None:
-                prev = char_tone(text[j], vm.track)
-                if prev in (PING, ZE):
-                    m &= vm.opposite_of(prev)
-    else:
-        m = vm.free.copy()
-    for ch in spec.forbidden:
-        if ch in vm.stoi:
-            m[vm.stoi[ch]] = False
-    for ch in text:
-        if ch in vm.stoi:
-            m[vm.stoi[ch]] = False
-    return m
+def _base(vm: VocabMasks, spec: LineSpec, pos: int) -> np.ndarray:
+    """What a free position allows before looking at the row's own characters (cached on the spec)."""
+    cache = spec.__dict__.setdefault("_base", {})
+    if pos not in cache:
+        if pos == spec.last:
+            m = vm.exact[spec.end_tone].copy()
+        elif spec.strict and pos in spec.points:
+            m = vm.free.copy()
+            if spec.other_tones is not None and spec.other_tones[pos] in (PING, ZE):
+                m &= vm.opposite_of(spec.other_tones[pos])
+        else:
+            m = vm.free.copy()
+        bad = [vm.stoi[c] for c in spec.forbidden if c in vm.stoi]
+        m[bad] = False
+        cache[pos] = m
+    return cache[pos]
+
+
+def step_masks(
+    vm: VocabMasks, specs: list[LineSpec], groups: np.ndarray, pos: int, ids: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Allowed tokens at ``pos`` for every row at once: ``(masks (R, V), forced (R,))``.
+
+    ``ids`` (R, pos) holds each row's characters so far, ``groups`` its spec. A row whose position
+    is fixed (punctuation, a wish word, a 叠字 mirror) gets its one token in ``forced`` (else -1);
+    its mask row is unused. Each row's own characters are struck out (no 重字), and at a rhythm
+    point the tone must differ from the one two characters back (alternation).
+    """
+    R = len(groups)
+    forced = np.full(R, -1, dtype=np.int64)
+    masks = np.empty((R, len(vm.itos)), dtype=bool)
+    for g in np.unique(groups):
+        spec, rows = specs[g], np.flatnonzero(groups == g)
+        if pos in spec.punct or pos in spec.fixed:
+            forced[rows] = vm.id(spec.punct.get(pos) or spec.fixed[pos])
+            continue
+        if pos in spec.mirror:
+            forced[rows] = ids[rows, spec.mirror[pos]]
+            continue
+        masks[rows] = _base(vm, spec, pos)
+        j = spec.prev_point(pos) if spec.strict and spec.alternate and pos != spec.last and pos in spec.points else None
+        if j is not None:
+            masks[rows] &= vm.opposite[vm.tone[ids[rows, j]]]
+    if pos:
+        masks[np.arange(R)[:, None], ids] = False
+    return masks, forced
 
 
 def mirror_of(upper: str) -> dict[int, int]:
@@ -119,4 +138,4 @@ def mirror_of(upper: str) -> dict[int, int]:
     return out
 
 
-__all__ = ["VocabMasks", "LineSpec", "allowed", "mirror_of", "PING", "ZE", "EITHER", "PUNCT"]
+__all__ = ["VocabMasks", "LineSpec", "step_masks", "mirror_of", "PING", "ZE", "EITHER", "PUNCT"]

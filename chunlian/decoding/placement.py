@@ -60,7 +60,7 @@ def _score(words: list[str], slots: list[tuple[int, int]], n: int, track: str) -
     return score
 
 
-def embed(words: list[str], n: int, track: str, limit: int = 3) -> list[Placement]:
+def embed(words: list[str], n: int, track: str, limit: int = 2) -> list[Placement]:
     options = [[(line, s) for line in (0, 1) for s in _starts(n, len(w))] for w in words]
     found = []
     for slots in itertools.product(*options):

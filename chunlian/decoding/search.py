@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chunlian.decoding.constraints import LineSpec, VocabMasks, allowed
+from chunlian.decoding.constraints import LineSpec, VocabMasks, step_masks
 from chunlian.model.runtime import LanguageModel
 
 NEG = -1e9
@@ -84,49 +84,48 @@ def search_line(
     """Search one line for every group; ``groups[r]`` names the group of input row ``r``.
 
     Rows of a group whose constraints leave nothing to choose are dropped; a group with no row
-    left is simply absent from the result (the caller relaxes its spec and tries again).
+    left is simply absent from the result (the caller relaxes its spec and tries again). All rows
+    are handled as arrays: one mask, one top-k and one per-group selection per step.
     """
-    rows = [Row(g, [], 0.0, 0.0) for g in groups]
-    n_groups = len(specs)
-    length = specs[0].length
-    for pos in range(length):
-        cands: list[list[tuple[float, float, int, int]]] = [[] for _ in range(n_groups)]
-        for r, row in enumerate(rows):
-            a = allowed(vm, specs[row.group], pos, row.text)
-            lp = logp[r]
-            if isinstance(a, int):
-                cands[row.group].append((row.key + float(lp[a]), row.score + float(lp[a]), r, a))
-                continue
-            if not a.any():
-                continue
-            masked = np.where(a, lp, NEG)
-            k = min(width, int(a.sum()))
-            if rng is not None:
-                # sample among the row's top_k allowed tokens only: the long tail of a 7k vocabulary is noise
-                if int(a.sum()) > top_k:
-                    cut = np.partition(masked, -top_k)[-top_k]
-                    masked = np.where(masked >= cut, masked, NEG)
-                noisy = masked + temperature * rng.gumbel(size=masked.shape)
-                top = np.argpartition(-noisy, k - 1)[:k]
-                keys = noisy[top]
-            else:
-                top = np.argpartition(-masked, k - 1)[:k]
-                keys = masked[top]
-            for t, kk in zip(top, keys):
-                cands[row.group].append((row.key + float(kk), row.score + float(lp[t]), r, int(t)))
-        parents, tokens, new_rows = [], [], []
-        for g in range(n_groups):
-            for key, score, r, t in sorted(cands[g], key=lambda c: -c[0])[:width]:
-                parents.append(r)
-                tokens.append(t)
-                new_rows.append(Row(g, rows[r].text + [vm.itos[t]], score, key))
-        if not new_rows:
+    grp = np.asarray(groups, dtype=np.int64)
+    score = np.zeros(len(grp))
+    key = np.zeros(len(grp))
+    ids = np.zeros((len(grp), 0), dtype=np.int64)
+    for pos in range(specs[0].length):
+        masks, forced = step_masks(vm, specs, grp, pos, ids)
+        R = len(grp)
+        # each row offers up to k candidates: its forced token, or its best allowed ones
+        k = top_k if rng is not None else width
+        masked = np.where(masks, logp, NEG)
+        masked[forced >= 0] = NEG
+        masked[forced >= 0, forced[forced >= 0]] = logp[forced >= 0, forced[forced >= 0]]
+        k = min(k, masked.shape[1])
+        top = np.argpartition(-masked, k - 1, axis=1)[:, :k]
+        vals = np.take_along_axis(masked, top, axis=1)
+        if rng is not None:
+            # a stochastic beam over the row's top_k: the long tail of a 7k vocabulary is noise
+            vals = np.where(vals > NEG / 2, vals + temperature * rng.gumbel(size=vals.shape), NEG)
+        cand_key = (key[:, None] + vals).ravel()
+        cand_score = (score[:, None] + np.take_along_axis(logp, top, axis=1)).ravel()
+        cand_row = np.repeat(np.arange(R), k)
+        cand_tok = top.ravel()
+        ok = vals.ravel() > NEG / 2
+        cand_key, cand_score, cand_row, cand_tok = cand_key[ok], cand_score[ok], cand_row[ok], cand_tok[ok]
+        cand_grp = grp[cand_row]
+        # best ``width`` per group: sort by (group, -key), keep each group's first ``width``
+        order = np.lexsort((-cand_key, cand_grp))
+        g_sorted = cand_grp[order]
+        first = np.searchsorted(g_sorted, g_sorted, side="left")
+        keep = order[(np.arange(len(order)) - first) < width]
+        if not len(keep):
             return LineResult([], state, None)
-        rows = new_rows
-        state, logp = yield Step(state, np.array(parents), np.array(tokens))
-    for r, row in enumerate(rows):
-        row.score += float(logp[r, end_token])
-        row.key += float(logp[r, end_token])
+        parents, tokens = cand_row[keep], cand_tok[keep]
+        grp, score, key = cand_grp[keep], cand_score[keep], cand_key[keep]
+        ids = np.concatenate([ids[parents], tokens[:, None]], axis=1)
+        state, logp = yield Step(state, parents, tokens)
+    score = score + logp[:, end_token]
+    key = key + logp[:, end_token]
+    rows = [Row(int(g), [vm.itos[t] for t in r], float(sc), float(kk)) for g, r, sc, kk in zip(grp, ids, score, key)]
     if feed_end:
         idx = np.arange(len(rows))
         state, logp = yield Step(state, idx, np.full(len(rows), end_token))

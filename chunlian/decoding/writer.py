@@ -23,7 +23,8 @@ from chunlian.prosody import PING, PUNCT, ZE
 
 SOFT_WEIGHT = 1.0
 RHYTHM_WEIGHT = 2.0  # a rhythm point left unopposed (masks relaxed, or a polyphone read otherwise) costs most
-UPPER_WIDTH, LOWER_WIDTH = 8, 3
+UPPER_WIDTH, LOWER_WIDTH = 4, 2
+UPPERS_KEPT = 1  # upper lines carried into the lower search beyond the ``count`` asked for
 
 
 @dataclass
@@ -124,7 +125,7 @@ class CoupletWriter:
                     continue
                 seen.add(text)
                 uppers.append((r, text, row.score, places[row.group]))
-                if len(uppers) == max(count + 3, 6):
+                if len(uppers) == count + UPPERS_KEPT:
                     break
             if not uppers:
                 continue

@@ -55,6 +55,9 @@ class Engine:
     def __init__(self, lm=None, settings: Settings | None = None, batching: bool = False, **overrides):
         self.settings = s = settings or Settings(**{k: v for k, v in overrides.items() if v is not None})
         self.started = time.time()
+        # dictionaries load while ONNX Runtime builds its session (which releases the GIL)
+        self._preload = threading.Thread(target=prosody.preload, name="chunlian-preload", daemon=True)
+        self._preload.start()
         self.lm = lm or load_model(s.backend, s.model_dir, s.precision, s.threads)
         self.writer = CoupletWriter(self.lm)
         self.metrics = Metrics()
@@ -75,6 +78,7 @@ class Engine:
     def warm(self) -> float:
         """Run each line length and mode once (cache bypassed), so the first user waits for nothing."""
         t = time.perf_counter()
+        self._preload.join()
         for n in inputs.LENGTHS:
             self._execute(self.writer.write_search(["春"], length=n, count=3))
         self._execute(self.writer.write_search(["如意"], mode="acrostic", count=3))

@@ -75,6 +75,8 @@ class OnnxLM:
         opts.intra_op_num_threads = threads or min(2, os.cpu_count() or 1)
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # no arena: a burst of large batches would otherwise keep its peak memory for good
+        opts.enable_cpu_mem_arena = False
         self.precision = precision
         self.session = ort.InferenceSession(str(self.dir / name), opts, providers=["CPUExecutionProvider"])
         self._emb = None
