@@ -1,5 +1,6 @@
 """A seconds-long smoke of the benchmark script (the real run is `python bench/run.py`)."""
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,3 +24,5 @@ def test_bench_quick_writes_a_side_by_side_table(tmp_path):
     md = (tmp_path / "BENCHMARKS.md").read_text(encoding="utf-8")
     assert "peer: transformers generate()" in md and "chunlian serve, 4 concurrent clients" in md
     assert "/readyz" in md and "×" in md
+    if shutil.which("chromium"):
+        assert "click 开门见喜 → couplet shown" in md

@@ -143,18 +143,21 @@ class OnnxLM:
         if len(jobs) == 1:
             return [self.step(*jobs[0])]
         P = max(st.past.shape[4] for st, _, _ in jobs)
-        pasts, masks, pos, toks = [], [], [], []
+        first = jobs[0][0].past
+        B = sum(len(parents) for _, parents, _ in jobs)
+        # one buffer, each search's rows gathered straight into place; only the padding is zeroed
+        past = np.empty(first.shape[:2] + (B,) + first.shape[3:4] + (P,) + first.shape[5:], np.float32)
+        mask = np.ones((B, P + 1), np.float32)
+        pos, toks, r = [], [], 0
         for st, parents, tokens in jobs:
-            past = st.past[:, :, parents]
-            pad = P - past.shape[4]
-            if pad:
-                past = np.concatenate([np.zeros(past.shape[:4] + (pad,) + past.shape[5:], np.float32), past], axis=4)
-            pasts.append(past)
-            masks.append(np.pad(st.key_mask[parents], ((0, 0), (pad, 0))))
+            n, pad = len(parents), P - st.past.shape[4]
+            past[:, :, r : r + n, :, pad:] = st.past[:, :, parents]
+            past[:, :, r : r + n, :, :pad] = 0.0
+            mask[r : r + n, :pad] = 0.0
+            mask[r : r + n, pad:P] = st.key_mask[parents]
             pos.append(st.next_pos[parents])
             toks.append(tokens)
-        past = np.concatenate(pasts, axis=2)
-        mask = np.concatenate([np.concatenate(masks), np.ones((past.shape[2], 1), np.float32)], axis=1)
+            r += n
         positions = np.concatenate(pos)
         if int(positions.max()) >= self.block_size:
             raise ValueError("sequence longer than the model's context")
