@@ -16,6 +16,7 @@ from typing import Literal
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field, model_validator
@@ -32,6 +33,10 @@ MAX_BODY_BYTES = 4096
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; font-src 'self'; img-src 'self' data: blob:; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+# Swagger UI (vendored, /docs) starts itself with an inline script
+DOCS_CSP = CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-inline'").replace(
+    "style-src 'self'", "style-src 'self' 'unsafe-inline'"
 )
 
 
@@ -83,7 +88,7 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
         if state["engine"] is not None and engine is None:
             state["engine"].close()
 
-    app = FastAPI(title="chunlian 春联", version="0.1.0", lifespan=lifespan)
+    app = FastAPI(title="chunlian 春联", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
 
     @app.middleware("http")
     async def limit_body(request: Request, call_next):
@@ -92,7 +97,7 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
             err = CoupletError("too_large", f"请求太大（上限{MAX_BODY_BYTES}字节）", "request body too large")
             return JSONResponse({"detail": err.to_dict()}, 413)
         response = await call_next(request)
-        response.headers["Content-Security-Policy"] = CSP
+        response.headers["Content-Security-Policy"] = DOCS_CSP if request.url.path == "/docs" else CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
         return response
@@ -194,6 +199,16 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
     web = resources.files("chunlian").joinpath("web")
     app.mount("/static", StaticFiles(directory=str(web)), name="static")
     page_html = web.joinpath("index.html").read_text(encoding="utf-8")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs():
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="chunlian 春联 API",
+            swagger_js_url="/static/docs/swagger-ui-bundle.js",
+            swagger_css_url="/static/docs/swagger-ui.css",
+            swagger_favicon_url="/static/pushou.svg",
+        )
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page():

@@ -182,3 +182,11 @@ def test_page_forbids_inline_and_foreign_scripts_and_serves_its_fonts(client):
     assert font.status_code == 200 and font.content[:4] == b"wOF2"
     for licence in ("ma-shan-zheng/OFL.txt", "lxgw-wenkai-tc/OFL.txt", "noto-serif-sc/OFL.txt"):
         assert "Open Font License" in client.get(f"/static/fonts/{licence}").text
+
+
+def test_api_docs_work_offline(client):
+    html = client.get("/docs").text
+    assert "/static/docs/swagger-ui-bundle.js" in html and "cdn." not in html
+    assert client.get("/static/docs/swagger-ui-bundle.js").status_code == 200
+    spec = client.get("/openapi.json").json()
+    assert "/api/v1/couplets" in spec["paths"] and "/api/v1/couplets/image.png" in spec["paths"]
