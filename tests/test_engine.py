@@ -50,6 +50,22 @@ def test_concurrent_searches_share_model_calls():
     b.close()
 
 
+def test_memory_is_handed_back_once_a_burst_ends_not_during_it(monkeypatch):
+    import chunlian.engine.batcher as batcher
+
+    trims = []
+    monkeypatch.setattr(batcher, "_trim", lambda: trims.append(time.monotonic()))
+    lm = SlowLM(delay=0.05)
+    b = Batcher(lm, max_wait_ms=1)
+    futs = [b.submit(search(steps=12)) for _ in range(4)]  # a burst of ~0.7 s
+    [f.result(5) for f in futs]
+    ended = time.monotonic()
+    assert trims == []
+    time.sleep(batcher.TRIM_AFTER_IDLE_S + 0.3)
+    assert len(trims) == 1 and trims[0] - ended >= batcher.TRIM_AFTER_IDLE_S - 0.06
+    b.close()
+
+
 def test_max_batch_size_splits_calls():
     lm = SlowLM()
     b = Batcher(lm, max_batch_size=4, max_wait_ms=20)

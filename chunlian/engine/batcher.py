@@ -14,6 +14,8 @@ next step, freeing its slot.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import queue
 import threading
 import time
@@ -21,6 +23,8 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 
 from chunlian.decoding.search import Start
+
+TRIM_AFTER_IDLE_S = 0.5
 
 
 class Overloaded(RuntimeError):
@@ -94,8 +98,12 @@ class Batcher:
             _settle(job.future, error=exc)
 
     def _loop(self) -> None:
+        busy_until = None  # when the model last ran, until the burst's memory is handed back
         while not self._stop.is_set():
             if not self.active:
+                if busy_until is not None and time.monotonic() - busy_until > TRIM_AFTER_IDLE_S:
+                    _trim()  # a burst has ended: hand its batch buffers back to the system
+                    busy_until = None
                 self._take(block=True)
                 if self.active and self.max_wait:
                     deadline = time.monotonic() + self.max_wait
@@ -119,6 +127,7 @@ class Batcher:
                 for job in self.active:
                     _settle(job.future, error=exc)
             self.active = [j for j in self.active if not j.future.done()]
+            busy_until = time.monotonic()
 
     def _chunks(self, jobs, rows_of):
         chunk, rows = [], 0
@@ -145,6 +154,19 @@ class Batcher:
             self.on_batch(rows, len(chunk))
             for j, out in zip(chunk, outs):
                 self._advance(j, out)
+
+
+def _trim() -> None:
+    """glibc keeps freed batch buffers in its heap; without this a past burst sets memory for good."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+try:
+    _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    _LIBC.malloc_trim  # noqa: B018 (glibc only)
+except (OSError, AttributeError):
+    _LIBC = None
 
 
 def _settle(fut: Future, result=None, error: BaseException | None = None) -> None:
