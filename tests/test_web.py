@@ -194,6 +194,7 @@ def test_tone_marks_copy_and_traditional_script(page):
     page.click("#marks")
     tones = page.eval_on_selector_all("#upper .ch", "els => els.map(e => getComputedStyle(e, '::after').content)")
     assert all(t.strip('"').startswith(("平", "仄")) for t in tones), tones
+    assert "script=traditional" in page.get_attribute("#download", "href")  # the PNG keeps 繁體 too
     page.click("#copy")
     text = page.evaluate("navigator.clipboard.readText()")
     assert text.splitlines()[0] == f"上联：{upper}"  # the marks are not part of the text

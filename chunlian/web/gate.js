@@ -95,6 +95,7 @@
     const p = new URLSearchParams({
       upper: c.upper, lower: c.lower, horizontal: c.horizontal,
       ink: gate.classList.contains("gold-ink") ? "gold" : "black",
+      script: (state.request && state.request.script) || "simplified",
     });
     return `/api/v1/couplets/image.png?${p}`;
   }
