@@ -29,6 +29,7 @@ from chunlian.errors import CoupletError
 from chunlian.prosody import is_han
 
 MAX_BODY_BYTES = 4096
+MAX_RENDERS = 2  # PNGs drawn at once; more are answered 503 at once
 # the page loads nothing from elsewhere and runs no inline script: an echoed input could never execute
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; font-src 'self'; img-src 'self' data: blob:; "
@@ -188,7 +189,12 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
             raise CoupletError("bad_horizontal", "横批须为二到六个汉字", "the horizontal scroll must be 2–6 characters")
         if script == "traditional":
             u, l, h = (s2t().convert(x) for x in (u, l, h))
-        png = await run_in_threadpool(poster.render, u, l, h, ink)
+        if not renders.acquire(blocking=False):  # drawing is CPU work: never queue it behind the couplets
+            raise Overloaded("renderer busy")
+        try:
+            png = await run_in_threadpool(poster.render, u, l, h, ink)
+        finally:
+            renders.release()
         name = "chunlian.png"
         return Response(
             png,
@@ -196,6 +202,7 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
             headers={"Content-Disposition": f'inline; filename="{name}"', "Cache-Control": "public, max-age=86400"},
         )
 
+    renders = threading.BoundedSemaphore(MAX_RENDERS)
     web = resources.files("chunlian").joinpath("web")
     app.mount("/static", StaticFiles(directory=str(web)), name="static")
     page_html = web.joinpath("index.html").read_text(encoding="utf-8")

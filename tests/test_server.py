@@ -190,3 +190,34 @@ def test_api_docs_work_offline(client):
     assert client.get("/static/docs/swagger-ui-bundle.js").status_code == 200
     spec = client.get("/openapi.json").json()
     assert "/api/v1/couplets" in spec["paths"] and "/api/v1/couplets/image.png" in spec["paths"]
+
+
+def test_png_renders_beyond_the_limit_are_answered_503_at_once(client, monkeypatch):
+    import threading
+
+    from chunlian import poster
+    from chunlian.server import MAX_RENDERS
+
+    hold, started = threading.Event(), threading.Semaphore(0)
+
+    def slow(*a):
+        started.release()
+        hold.wait(10)
+        return b"png"
+
+    monkeypatch.setattr(poster, "render", slow)
+    params = {"upper": "如意春风催骏马", "lower": "吉祥时雨润神州", "horizontal": "吉祥如意"}
+    busy = [
+        threading.Thread(target=client.get, args=("/api/v1/couplets/image.png",), kwargs={"params": params})
+        for _ in range(MAX_RENDERS)
+    ]
+    for t in busy:
+        t.start()
+    for _ in busy:
+        assert started.acquire(timeout=5)
+    t0 = time.perf_counter()
+    r = client.get("/api/v1/couplets/image.png", params=params)
+    assert r.status_code == 503 and r.headers["retry-after"] == "1" and time.perf_counter() - t0 < 1
+    hold.set()
+    for t in busy:
+        t.join(5)
