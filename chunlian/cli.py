@@ -8,6 +8,8 @@ import sys
 
 from chunlian.errors import CoupletError
 
+MAX_BATCH_LINES = 10_000
+
 
 def _print_json(obj) -> None:
     print(json.dumps(obj, ensure_ascii=False, indent=2))
@@ -52,6 +54,40 @@ def cmd_match(args) -> None:
         args.upper, args.count, args.seed, args.tones, "traditional" if args.traditional else "simplified", args.year
     )
     _print_json(ans) if args.json else _show(ans)
+
+
+def cmd_batch(args) -> None:
+    from chunlian.engine import Engine
+
+    src = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")  # noqa: SIM115
+    with src:
+        lines = src.read().splitlines()
+    if len(lines) > MAX_BATCH_LINES:
+        raise CoupletError(
+            "batch_too_long",
+            f"批量文件最多{MAX_BATCH_LINES}行（现有{len(lines)}行）",
+            f"a batch file has at most {MAX_BATCH_LINES} lines (got {len(lines)})",
+        )
+    eng = Engine(backend=args.backend, model_dir=args.model_dir, precision=args.precision, batching=True)
+    failed = 0
+    try:
+        for ans in eng.batch(
+            lines,
+            args.length,
+            args.placement,
+            args.count,
+            args.seed,
+            args.tones,
+            "traditional" if args.traditional else "simplified",
+            args.year,
+        ):
+            failed += "error" in ans
+            print(json.dumps(ans, ensure_ascii=False), flush=True)
+    finally:
+        eng.close()
+    if failed:
+        print(f"错误：{failed}行未能生成 / Error: {failed} line(s) failed", file=sys.stderr)
+        sys.exit(2)
 
 
 def cmd_check(args) -> None:
@@ -195,6 +231,15 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("upper")
     gen_opts(m)
     m.set_defaults(func=cmd_match)
+
+    b = sub.add_parser(
+        "batch", help="many couplets at once: one line of wish words or one upper line per input line (JSON Lines out)"
+    )
+    b.add_argument("input", help="a UTF-8 text file, or - for standard input")
+    b.add_argument("--length", type=int, default=7, choices=[5, 7, 9, 11])
+    b.add_argument("--placement", default="embed", choices=["embed", "acrostic"])
+    gen_opts(b)
+    b.set_defaults(func=cmd_batch, count=1)
 
     c = sub.add_parser("check", help="平仄 and rule report for a couplet")
     c.add_argument("upper")

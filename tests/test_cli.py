@@ -106,3 +106,18 @@ def test_eval_keywords(tmp_path):
 
 def test_year_command():
     assert "羊" in run("year", "--year", "2027", check=True).stdout
+
+
+def test_batch_answers_every_line_in_order_and_reports_bad_ones(tmp_path):
+    f = tmp_path / "wishes.txt"
+    f.write_text("如意\n春回大地千山秀\n\n<b>坏</b>\n吉祥 平安\n", encoding="utf-8")
+    p = run("batch", str(f))
+    assert p.returncode == 2 and "1" in p.stderr and "Error" in p.stderr
+    out = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [d["line"] for d in out] == [1, 2, 4, 5]
+    ok = [d for d in out if "error" not in d]
+    assert len(ok) == 3 and all(d["checks"]["hard_ok"] and len(d["couplets"]) == 1 for d in ok)
+    assert "如意" in ok[0]["upper"] + ok[0]["lower"] and ok[1]["upper"] == "春回大地千山秀"
+    assert all(w in ok[2]["upper"] + ok[2]["lower"] for w in ("吉祥", "平安"))
+    bad = out[2]["error"]
+    assert bad["code"] == "not_chinese" and bad["zh"] and bad["en"]

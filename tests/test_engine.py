@@ -143,3 +143,16 @@ def test_cache_hits_repeated_deterministic_requests_but_not_new_seeds(batched):
     c = batched.write(["富贵"], seed=12, count=1)
     assert not c["cached"]
     assert reg.get_sample_value("chunlian_cache_hits_total") - hits0 == 1
+
+
+def test_a_batch_of_lines_shares_model_calls(engine):
+    eng = Engine(lm=engine.lm, batching=True, cache_size=0, warm=False)
+    lines = ["如意", "吉祥", "平安", "春回大地千山秀", "飞跃 富贵", "瑞雪兆丰年"]
+    answers = list(eng.batch(lines))
+    eng.close()
+    assert [a["line"] for a in answers] == [1, 2, 3, 4, 5, 6] and not any("error" in a for a in answers)
+    text = eng.metrics.render().decode()
+    shared = [ln for ln in text.splitlines() if ln.startswith("chunlian_model_batch_requests_bucket")]
+    ones = next(float(ln.split()[-1]) for ln in shared if 'le="1.0"' in ln)
+    total = next(float(ln.split()[-1]) for ln in shared if 'le="+Inf"' in ln)
+    assert total > ones  # some model calls carried more than one line

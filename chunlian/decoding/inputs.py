@@ -126,6 +126,15 @@ def pair(upper: str, lower: str) -> tuple[str, str]:
     return line(upper, auspicious=False), line(lower, auspicious=False)
 
 
+def classify(text: str) -> tuple[str, str | list[str]]:
+    """What one line of free input asks for, as the page reads its text field: wish words are
+    separated (space, 、 or comma); one unbroken run of five or more characters is an upper line."""
+    folded = _fold(str(text)).strip()
+    if not re.search(r"[\s、]", folded) and sum(1 for c in folded if is_han(c)) >= 5:
+        return "upper", folded
+    return "keywords", [w for w in _SPLIT.split(folded) if w]
+
+
 def length(n: int) -> int:
     if n not in LENGTHS:
         raise CoupletError(

@@ -155,6 +155,57 @@ class Engine:
             {"seed": seed, "tones_track": tones},
         )
 
+    def batch(
+        self,
+        lines,
+        length: int = 7,
+        placement: str = "embed",
+        count: int = 1,
+        seed: int | None = None,
+        tones: str = "xin",
+        script: str = "simplified",
+        year: int | None = None,
+    ):
+        """Answers for many lines (wish words or upper lines), in order, each ``{"line", "input", …}``.
+
+        Every line is submitted at once up to the batcher's admission limit, so they share model
+        batches; a bad line gets its ``error`` and the others go on.
+        """
+        inflight: list[tuple[int, str, Future | CoupletError]] = []
+        room = self.settings.max_concurrency + self.settings.queue_size // 2
+
+        def settle(n, text, fut) -> dict:
+            head = {"line": n, "input": text}
+            try:
+                if isinstance(fut, CoupletError):
+                    raise fut
+                return head | self._wait(fut)
+            except CoupletError as e:
+                return head | {"error": e.to_dict()}
+
+        for n, text in enumerate(lines, 1):
+            text = text.strip()
+            if not text:
+                continue
+            while True:
+                try:
+                    kind, what = inputs.classify(text)
+                    if kind == "upper":
+                        fut = self.submit_match(what, count, seed, tones, script, year)
+                    else:
+                        fut = self.submit_write(what, length, placement, count, seed, tones, script, year)
+                    break
+                except CoupletError as e:
+                    fut = e
+                    break
+                except Overloaded:  # full: let the oldest finish, then try again
+                    yield settle(*inflight.pop(0))
+            inflight.append((n, text, fut))
+            while len(inflight) >= room:
+                yield settle(*inflight.pop(0))
+        while inflight:
+            yield settle(*inflight.pop(0))
+
     def write(self, *args, **kwargs) -> dict:
         return self._wait(self.submit_write(*args, **kwargs))
 
