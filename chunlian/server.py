@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 
 from chunlian import poster
 from chunlian.decoding import inputs
-from chunlian.engine import MAX_COUNT, Engine, Overloaded, Settings, check_couplet, s2t
+from chunlian.engine import MAX_COUNT, TIMED_OUT, Engine, Overloaded, Settings, check_couplet, s2t
 from chunlian.errors import CoupletError
 from chunlian.prosody import is_han
 
@@ -114,8 +114,7 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
 
     @app.exception_handler(TimeoutError)
     async def timed_out(_: Request, exc: TimeoutError):
-        err = CoupletError("timeout", "生成超时，请再试一次", "the couplet took too long; try again")
-        return JSONResponse({"detail": err.to_dict()}, status_code=503, headers={"Retry-After": "1"})
+        return JSONResponse({"detail": TIMED_OUT.to_dict()}, status_code=503, headers={"Retry-After": "1"})
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError):

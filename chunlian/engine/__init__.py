@@ -27,6 +27,7 @@ from chunlian.engine.settings import Settings
 from chunlian.errors import CoupletError
 
 SCRIPTS = ("simplified", "traditional")
+TIMED_OUT = CoupletError("timeout", "生成超时，请再试一次", "the couplet took too long; try again")
 MAX_COUNT = 8
 __all__ = ["Engine", "Settings", "Overloaded", "check_couplet", "load_model"]
 
@@ -182,6 +183,17 @@ class Engine:
                 return head | self._wait(fut)
             except CoupletError as e:
                 return head | {"error": e.to_dict()}
+            except TimeoutError:
+                return head | {"error": TIMED_OUT.to_dict()}
+
+        def submit(text: str) -> Future | CoupletError:
+            try:
+                kind, what = inputs.classify(text)
+                if kind == "upper":
+                    return self.submit_match(what, count, seed, tones, script, year)
+                return self.submit_write(what, length, placement, count, seed, tones, script, year)
+            except CoupletError as e:
+                return e
 
         for n, text in enumerate(lines, 1):
             text = text.strip()
@@ -189,16 +201,11 @@ class Engine:
                 continue
             while True:
                 try:
-                    kind, what = inputs.classify(text)
-                    if kind == "upper":
-                        fut = self.submit_match(what, count, seed, tones, script, year)
-                    else:
-                        fut = self.submit_write(what, length, placement, count, seed, tones, script, year)
+                    fut = submit(text)
                     break
-                except CoupletError as e:
-                    fut = e
-                    break
-                except Overloaded:  # full: let the oldest finish, then try again
+                except Overloaded:  # full: let our oldest line finish, then try again
+                    if not inflight:
+                        raise
                     yield settle(*inflight.pop(0))
             inflight.append((n, text, fut))
             while len(inflight) >= room:
