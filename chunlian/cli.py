@@ -29,10 +29,14 @@ def _show(ans: dict) -> None:
         print(f"生肖主题：chunlian write {y['zodiac']}")
 
 
-def _engine(args):
+def _engine(args, batching: bool = False):
     from chunlian.engine import Engine
 
-    return Engine(backend=args.backend, model_dir=args.model_dir, precision=args.precision)
+    return Engine(backend=args.backend, model_dir=args.model_dir, precision=args.precision, batching=batching)
+
+
+def _script(args) -> str:
+    return "traditional" if args.traditional else "simplified"
 
 
 def cmd_write(args) -> None:
@@ -43,22 +47,18 @@ def cmd_write(args) -> None:
         args.count,
         args.seed,
         args.tones,
-        "traditional" if args.traditional else "simplified",
+        _script(args),
         args.year,
     )
     _print_json(ans) if args.json else _show(ans)
 
 
 def cmd_match(args) -> None:
-    ans = _engine(args).match(
-        args.upper, args.count, args.seed, args.tones, "traditional" if args.traditional else "simplified", args.year
-    )
+    ans = _engine(args).match(args.upper, args.count, args.seed, args.tones, _script(args), args.year)
     _print_json(ans) if args.json else _show(ans)
 
 
 def cmd_batch(args) -> None:
-    from chunlian.engine import Engine
-
     src = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")  # noqa: SIM115
     with src:
         lines = src.read().splitlines()
@@ -68,7 +68,7 @@ def cmd_batch(args) -> None:
             f"批量文件最多{MAX_BATCH_LINES}行（现有{len(lines)}行）",
             f"a batch file has at most {MAX_BATCH_LINES} lines (got {len(lines)})",
         )
-    eng = Engine(backend=args.backend, model_dir=args.model_dir, precision=args.precision, batching=True)
+    eng = _engine(args, batching=True)
     failed = 0
     try:
         for ans in eng.batch(
@@ -78,7 +78,7 @@ def cmd_batch(args) -> None:
             args.count,
             args.seed,
             args.tones,
-            "traditional" if args.traditional else "simplified",
+            _script(args),
             args.year,
         ):
             failed += "error" in ans

@@ -95,11 +95,11 @@ def search_line(
         masks, forced = step_masks(vm, specs, grp, pos, ids)
         R = len(grp)
         # each row offers up to k candidates: its forced token, or its best allowed ones
-        k = top_k if rng is not None else width
         masked = np.where(masks, logp, NEG)
-        masked[forced >= 0] = NEG
-        masked[forced >= 0, forced[forced >= 0]] = logp[forced >= 0, forced[forced >= 0]]
-        k = min(k, masked.shape[1])
+        fixed = np.flatnonzero(forced >= 0)
+        masked[fixed] = NEG
+        masked[fixed, forced[fixed]] = logp[fixed, forced[fixed]]
+        k = min(top_k if rng is not None else width, masked.shape[1])
         top = np.argpartition(-masked, k - 1, axis=1)[:, :k]
         vals = np.take_along_axis(masked, top, axis=1)
         if rng is not None:

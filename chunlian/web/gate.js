@@ -35,15 +35,19 @@
     };
   }
 
-  function syncChips() {
+  // the wish words now in the field (none while it holds an upper line)
+  function chosen() {
     const q = $("q").value.trim();
-    const have = isLine(q) ? [] : words(q);
+    return isLine(q) ? [] : words(q);
+  }
+
+  function syncChips() {
+    const have = chosen();
     document.querySelectorAll(".chip").forEach((b) => b.setAttribute("aria-pressed", String(have.includes(b.textContent))));
   }
 
   function toggleChip(b) {
-    const q = $("q").value.trim();
-    let list = isLine(q) ? [] : words(q);
+    let list = chosen();
     if (list.includes(b.textContent)) list = list.filter((w) => w !== b.textContent);
     else if (list.length < MAX_WORDS) list.push(b.textContent);
     else return flash(`最多${MAX_WORDS}个吉祥词 / at most ${MAX_WORDS} wish words`);
