@@ -156,3 +156,11 @@ def test_a_batch_of_lines_shares_model_calls(engine):
     ones = next(float(ln.split()[-1]) for ln in shared if 'le="1.0"' in ln)
     total = next(float(ln.split()[-1]) for ln in shared if 'le="+Inf"' in ln)
     assert total > ones  # some model calls carried more than one line
+
+
+def test_a_batch_line_that_times_out_is_reported_and_the_batch_goes_on(engine):
+    eng = Engine(lm=engine.lm, batching=True, cache_size=0, warm=False, request_timeout_s=0.001)
+    answers = list(eng.batch(["如意", "吉祥"]))
+    eng.close()
+    assert [a["line"] for a in answers] == [1, 2]
+    assert all(a["error"]["code"] == "timeout" and a["error"]["zh"] and a["error"]["en"] for a in answers)
