@@ -3,6 +3,8 @@
 The page offers it as a download and the API serves it, so a family can print the couplet they saw
 at any copy shop. Glyphs come from the same woff2 files the page uses: ``fonts.css`` says which
 file holds which characters (its unicode-range lines), so the PNG and the page always agree.
+Like the page, it hangs the couplet the traditional way by default (上联 right, 横批 read right to left)
+or the modern way (上联 left, 横批 left to right): ``sheet`` computes where everything goes.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import hashlib
 import io
 import random
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -74,9 +77,26 @@ def _glyph(draw: ImageDraw.ImageDraw, ch: str, cx: float, cy: float, ink: tuple[
     draw.text((cx, cy), ch, font=font, fill=ink, anchor="mm")
 
 
-def render(upper: str, lower: str, horizontal: str, ink: str = "black") -> bytes:
-    """PNG bytes: 横批 on top, 上联 on the right strip, 下联 on the left (the order they hang on a door)."""
-    colour = INKS[ink]
+Box = tuple[int, int, int, int]
+LAYOUTS = ("traditional", "modern")
+
+
+@dataclass(frozen=True)
+class Sheet:
+    """Where everything goes on the PNG: the paper boxes and each character's centre, in reading order."""
+
+    size: tuple[int, int]
+    band: Box  # the 横批's paper
+    strips: dict[str, Box]  # "upper" (上联) and "lower" (下联)
+    cells: dict[str, list[tuple[str, float, float]]]  # "horizontal", "upper", "lower": (char, cx, cy)
+
+
+def sheet(upper: str, lower: str, horizontal: str, layout: str = "traditional") -> Sheet:
+    """The layout ``render`` draws. Traditional (as a person facing the door reads it): 上联 on the right
+    strip, 下联 on the left, the 横批 written right to left so its first character is at the right end.
+    Modern: 上联 on the left and the 横批 left to right."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
     n, h = max(len(upper), len(lower)), len(horizontal)
     strip_w, pad = int(CELL * 1.3), CELL // 2
     strip_h = n * CELL + 2 * pad
@@ -85,18 +105,36 @@ def render(upper: str, lower: str, horizontal: str, ink: str = "black") -> bytes
     margin = CELL // 2
     width = 2 * margin + 2 * strip_w + gap
     height = 2 * margin + band_h + CELL // 3 + strip_h
-    img = Image.new("RGB", (width, height), (255, 253, 247))
+    bx = (width - band_w) // 2
+    band = (bx, margin, bx + band_w, margin + band_h)
+    rtl = layout == "traditional"
+    cells = {
+        "horizontal": [
+            (ch, bx + pad + ((h - 1 - i if rtl else i) + 0.5) * CELL, margin + band_h / 2)
+            for i, ch in enumerate(horizontal)
+        ]
+    }
+    top = margin + band_h + CELL // 3
+    right, left = width - margin - strip_w, margin
+    strips = {}
+    for part, text, x0 in (("upper", upper, right if rtl else left), ("lower", lower, left if rtl else right)):
+        strips[part] = (x0, top, x0 + strip_w, top + strip_h)
+        cells[part] = [(ch, x0 + strip_w / 2, top + pad + (i + 0.5) * CELL) for i, ch in enumerate(text)]
+    return Sheet((width, height), band, strips, cells)
+
+
+def render(upper: str, lower: str, horizontal: str, ink: str = "black", layout: str = "traditional") -> bytes:
+    """PNG bytes: 横批 on top over the two strips, placed as ``sheet`` says for ``layout``."""
+    colour = INKS[ink]
+    s = sheet(upper, lower, horizontal, layout)
+    img = Image.new("RGB", s.size, (255, 253, 247))
     draw = ImageDraw.Draw(img)
     rng = random.Random(hashlib.md5(f"{upper}|{lower}|{horizontal}".encode()).digest())
-    bx = (width - band_w) // 2
-    _paper(draw, (bx, margin, bx + band_w, margin + band_h), rng)
-    for i, ch in enumerate(horizontal):
-        _glyph(draw, ch, bx + pad + (i + 0.5) * CELL, margin + band_h / 2, colour)
-    top = margin + band_h + CELL // 3
-    for x0, text in ((width - margin - strip_w, upper), (margin, lower)):
-        _paper(draw, (x0, top, x0 + strip_w, top + strip_h), rng)
-        for i, ch in enumerate(text):
-            _glyph(draw, ch, x0 + strip_w / 2, top + pad + (i + 0.5) * CELL, colour)
+    for box in (s.band, s.strips["upper"], s.strips["lower"]):
+        _paper(draw, box, rng)
+    for part in ("horizontal", "upper", "lower"):
+        for ch, cx, cy in s.cells[part]:
+            _glyph(draw, ch, cx, cy, colour)
     buf = io.BytesIO()
     img.save(buf, "PNG", optimize=True, dpi=(200, 200))
     return buf.getvalue()

@@ -12,7 +12,7 @@ import threading
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from importlib import resources
-from typing import Literal
+from typing import Annotated, Literal
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -39,6 +39,11 @@ CSP = (
 DOCS_CSP = CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-inline'").replace(
     "style-src 'self'", "style-src 'self' 'unsafe-inline'"
 )
+Layout = Literal["traditional", "modern"]
+LAYOUT_DOC = (
+    "how the couplet hangs: traditional (default) puts 上联 on the right post and writes the 横批 right to left, "
+    "as read facing the door; modern puts 上联 on the left and writes the 横批 left to right"
+)
 
 
 class CoupletRequest(BaseModel):
@@ -51,6 +56,7 @@ class CoupletRequest(BaseModel):
     tones: Literal["xin", "pingshui"] = "xin"
     script: Literal["simplified", "traditional"] = "simplified"
     year: int | None = Field(None, ge=1901, le=2099)
+    layout: Layout = Field("traditional", description=LAYOUT_DOC + " (echoed in the answer for the page and PNG)")
 
     @model_validator(mode="after")
     def _one_input(self):
@@ -155,7 +161,7 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
             )
         else:
             fut = eng.submit_match(req.upper, req.count, req.seed, req.tones, req.script, req.year)
-        return await _await(fut, eng)
+        return await _await(fut, eng) | {"layout": req.layout}
 
     @app.get("/metrics")
     def metrics():
@@ -178,6 +184,7 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
         horizontal: str = Query(..., max_length=16, description="横批, 2–6 characters"),
         ink: Literal["black", "gold"] = "black",
         script: Literal["simplified", "traditional"] = "simplified",
+        layout: Annotated[Layout, Query(description=LAYOUT_DOC)] = "traditional",
     ):
         """A print-ready PNG: two red strips and the 横批 in the bundled calligraphy."""
         u, l = inputs.pair(upper, lower)
@@ -191,7 +198,7 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
         if not renders.acquire(blocking=False):  # drawing is CPU work: never queue it behind the couplets
             raise Overloaded("renderer busy")
         try:
-            png = await run_in_threadpool(poster.render, u, l, h, ink)
+            png = await run_in_threadpool(poster.render, u, l, h, ink, layout)
         finally:
             renders.release()
         name = "chunlian.png"

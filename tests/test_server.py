@@ -49,6 +49,7 @@ def test_write_and_match(client):
         {"keywords": ["如意"], "length": 6},
         {"upper": "春回"},
         {"keywords": ["如意"], "count": 99},
+        {"keywords": ["如意"], "layout": "vertical"},
     ],
 )
 def test_bad_requests_are_422_with_bilingual_message(client, body):
@@ -58,6 +59,26 @@ def test_bad_requests_are_422_with_bilingual_message(client, body):
     zh, en = msg.split(" / ", 1)
     assert any("\u4e00" <= ch <= "\u9fff" for ch in zh)
     assert any(ch.isascii() and ch.isalpha() for ch in en)
+
+
+def test_layout_defaults_to_traditional_and_is_echoed(client):
+    d = client.post("/api/v1/couplets", json={"keywords": ["如意"], "count": 1, "seed": 3}).json()
+    assert d["layout"] == "traditional"
+    m = client.post("/api/v1/couplets", json={"keywords": ["如意"], "count": 1, "seed": 3, "layout": "modern"}).json()
+    assert m["layout"] == "modern"
+    # the layout is how the couplet hangs, not what is written: the same couplet either way
+    assert (m["upper"], m["lower"], m["horizontal"]) == (d["upper"], d["lower"], d["horizontal"])
+    d = client.post("/api/v1/couplets", json={"upper": "春回大地千山秀", "count": 1, "layout": "modern"}).json()
+    assert d["layout"] == "modern" and d["upper"] == "春回大地千山秀"
+    r = client.post("/api/v1/couplets", json={"keywords": ["如意"], "layout": "vertical"})
+    assert r.status_code == 422 and "layout" in r.json()["detail"]["message"]
+    spec = client.get("/openapi.json").json()
+    field = spec["components"]["schemas"]["CoupletRequest"]["properties"]["layout"]
+    assert field["enum"] == ["traditional", "modern"] and field["default"] == "traditional"
+    assert "right" in field["description"]
+    (param,) = [p for p in spec["paths"]["/api/v1/couplets/image.png"]["get"]["parameters"] if p["name"] == "layout"]
+    assert param["schema"]["enum"] == ["traditional", "modern"] and param["schema"]["default"] == "traditional"
+    assert "right" in param["description"]
 
 
 def test_oversized_body_is_refused(client):
@@ -147,11 +168,35 @@ def test_couplet_png_is_print_ready_in_either_ink_and_script(client):
     gold, _ = _png(client, **couplet, ink="gold")
     trad, _ = _png(client, **couplet, script="traditional")
     assert len({black, gold, trad}) == 3
+    assert _png(client, **couplet, layout="traditional")[0] == black  # traditional is the default
     # the right strip (上联) and the left strip (下联) are red paper
     w, h = img.size
     for x in (int(w * 0.1), int(w * 0.9)):
         r, g, b = img.getpixel((x, int(h * 0.95)))
         assert r > 150 and g < 60 and b < 60
+
+
+def test_png_layout_moves_the_upper_line_and_turns_the_horizontal(client):
+    """Traditional: 上联 (light here) on the right strip, 横批 from the right; modern: the mirror of both."""
+    import numpy as np
+
+    couplet = {"upper": "一二三上下土", "lower": "福寿康宁喜庆", "horizontal": "一帆风顺"}
+    ink = {}
+    for layout in ("traditional", "modern"):
+        img = np.asarray(_png(client, **couplet, layout=layout)[1]).astype(int)
+        ink[layout] = (img[..., 0] < 110) & (img[..., 1] < 90)
+    trad, modern = ink["traditional"], ink["modern"]
+    h, w = trad.shape
+    body, band = slice(int(h * 0.3), h), slice(0, int(h * 0.22))  # the strips, and the 横批 above them
+    for mask, light_side in ((trad, "right"), (modern, "left")):
+        left, right = mask[body, : w // 2].sum(), mask[body, w // 2 :].sum()
+        assert (right < 0.8 * left) if light_side == "right" else (left < 0.8 * right)
+        # the band's quarter nearest that side holds 一 (almost no ink)
+        row = mask[band].sum(axis=0)
+        cols = np.nonzero(row)[0]
+        quarters = np.array_split(row[cols[0] : cols[-1] + 1], 4)
+        masses = [int(q.sum()) for q in quarters]
+        assert masses.index(min(masses)) == (3 if light_side == "right" else 0), masses
 
 
 @pytest.mark.parametrize(
@@ -162,6 +207,7 @@ def test_couplet_png_is_print_ready_in_either_ink_and_script(client):
         {"upper": "<b>春风催骏马</b>", "lower": "吉祥时雨润神州", "horizontal": "吉祥如意"},
         {"upper": "如意春风催骏马", "lower": "吉祥时雨润神州"},
         {"upper": "如意春风催骏马", "lower": "吉祥时雨润神州", "horizontal": "吉祥如意", "ink": "red"},
+        {"upper": "如意春风催骏马", "lower": "吉祥时雨润神州", "horizontal": "吉祥如意", "layout": "rtl"},
     ],
 )
 def test_bad_png_requests_are_422_and_echo_nothing_raw(client, params):

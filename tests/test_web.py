@@ -109,6 +109,21 @@ def _open(pg, *chips: str) -> float:
     return (time.perf_counter() - t) * 1000
 
 
+def _left(pg, selector: str) -> float:
+    return pg.eval_on_selector(selector, "e => e.getBoundingClientRect().left")
+
+
+def _lintel(pg) -> tuple[str, str]:
+    """The 横批 as the document holds it (reading order) and as drawn from left to right on the lintel."""
+    text = pg.eval_on_selector("#horizontal", "e => e.textContent")
+    drawn = pg.eval_on_selector_all(
+        "#horizontal .ch",
+        "els => els.map(e => [e.getBoundingClientRect().left, e.textContent]).sort((a, b) => a[0] - b[0])"
+        ".map(p => p[1]).join('')",
+    )
+    return text, drawn
+
+
 def _door_angle(pg, side: str) -> float:
     m = pg.eval_on_selector(f".door-{side}", "e => new DOMMatrix(getComputedStyle(e).transform).m11")
     return m  # cos(rotateY): 1 when closed
@@ -129,9 +144,12 @@ def test_gate_opens_on_a_chip_with_a_couplet_that_keeps_the_rules(page):
     # the couplet is real text in calligraphy, 上联 on the right post
     assert "Ma Shan Zheng" in page.eval_on_selector("#upper", "e => getComputedStyle(e).fontFamily")
     assert page.eval_on_selector("#upper", "e => getComputedStyle(e).writingMode") == "vertical-rl"
-    right = page.eval_on_selector("#upper", "e => e.getBoundingClientRect().left")
-    left = page.eval_on_selector("#lower", "e => e.getBoundingClientRect().left")
-    assert right > left
+    assert _left(page, "#upper") > _left(page, "#lower")
+    # traditional by default: the 横批 is written right to left, its first character at the right end,
+    # while the document keeps it in reading order
+    assert page.get_attribute("#gate", "data-layout") == "traditional"
+    text, drawn = _lintel(page)
+    assert text == horizontal and drawn == horizontal[::-1]
     page.screenshot(path=str(ARTIFACTS / "gate-open.png"))
     timing = {"click_to_couplet_ms_page": float(page.get_attribute("#gate", "data-elapsed-ms"))}
     timing["click_to_couplet_ms_playwright"] = round(wall_ms, 1)
@@ -173,6 +191,35 @@ def test_png_download_is_the_couplet_on_red_strips(page):
     assert dl.value.suggested_filename.endswith(".png")
 
 
+def test_modern_layout_turns_the_gate_the_png_the_copy_and_the_print(page):
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    _open(page, "安康")
+    upper, lower, horizontal = _couplet(page)
+    assert "layout=traditional" in page.get_attribute("#download", "href")
+    page.click(
+        "label:has(input[name='layout'][value='modern'])"
+    )  # after the couplet is shown: it is hung again, not rewritten
+    assert page.get_attribute("#gate", "data-layout") == "modern"
+    assert _couplet(page) == (upper, lower, horizontal)
+    assert _left(page, "#upper") < _left(page, "#lower")
+    assert _lintel(page) == (horizontal, horizontal)  # left to right, first character leftmost
+    assert "layout=modern" in page.get_attribute("#download", "href")
+    page.click("#copy")
+    lines = page.evaluate("navigator.clipboard.readText()").splitlines()
+    assert lines[:3] == [f"上联：{upper}", f"下联：{lower}", f"横批：{horizontal}"]  # reading order either way
+    assert "上联贴左" in lines[3] and "从左往右" in lines[3]
+    page.screenshot(path=str(ARTIFACTS / "gate-modern.png"))
+    page.emulate_media(media="print")
+    assert _left(page, "#upper") < _left(page, "#lower")
+    assert _lintel(page)[1] == horizontal
+    page.emulate_media(media="screen")
+    page.click("label:has(input[name='layout'][value='traditional'])")  # and back
+    assert _left(page, "#upper") > _left(page, "#lower") and _lintel(page)[1] == horizontal[::-1]
+    page.click("#copy")
+    assert "上联贴右" in page.evaluate("navigator.clipboard.readText()").splitlines()[3]
+    assert "layout=traditional" in page.get_attribute("#download", "href")
+
+
 def test_a_script_tag_as_wish_word_shows_an_error_and_runs_nothing(page):
     page.fill("#q", "<img src=x onerror=alert(1)>")
     page.click("#open")
@@ -187,7 +234,7 @@ def test_a_script_tag_as_wish_word_shows_an_error_and_runs_nothing(page):
 
 def test_tone_marks_copy_and_traditional_script(page):
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
-    page.click("label:has(input[value='traditional'])")
+    page.click("label:has(input[name='script'][value='traditional'])")
     _open(page, "飞跃")
     upper, lower, _ = _couplet(page)
     assert "飛躍" in upper + lower
@@ -226,10 +273,17 @@ def test_kiosk_is_touch_sized_and_resets_when_idle(browser, live):
     h = pg.eval_on_selector(".chip", "e => e.getBoundingClientRect().height")
     assert h >= 60
     assert pg.eval_on_selector("#gate", "e => getComputedStyle(e).userSelect") == "none"
+    pg.click("label:has(input[name='layout'][value='modern'])")
     _open(pg, "兴旺")
+    assert _left(pg, "#upper") < _left(pg, "#lower")
     pg.screenshot(path=str(ARTIFACTS / "kiosk-open.png"))
     pg.wait_for_function("() => !document.getElementById('gate').classList.contains('open')", timeout=10_000)
     assert pg.input_value("#q") == ""
+    # the reset also hangs the next couplet the traditional way again
+    assert (
+        pg.is_checked("input[name='layout'][value='traditional']")
+        and pg.get_attribute("#gate", "data-layout") == "traditional"
+    )
     ctx.close()
 
 
@@ -250,5 +304,7 @@ def test_print_shows_only_the_three_strips(page):
     ux, uy, uw, uh = boxes["upper"]
     lx, ly, lw, lh = boxes["lower"]
     assert ux > hx + hw / 2 > lx + lw and uy > hy + hh and uh > 3 * uw  # 上联 right, 下联 left, below the 横批
+    text, drawn = _lintel(page)
+    assert drawn == text[::-1] and len(set(text)) > 1  # the printed 横批 reads right to left too
     assert uy + uh <= 1090
     page.screenshot(path=str(ARTIFACTS / "print.png"))

@@ -9,6 +9,10 @@
   const idleMs = (parseFloat(root.dataset.idleS) || 60) * 1000;
   const MAX_WORDS = 4;
   const TIMEOUT_MS = 15000;
+  const HANG = {
+    traditional: "贴法：面对大门，上联贴右，下联贴左，横批从右往左读",
+    modern: "贴法：面对大门，上联贴左，下联贴右，横批从左往右读",
+  };
   const state = { request: null, shown: null, seed: null, busy: false };
   if (kiosk) root.classList.add("kiosk");
 
@@ -100,6 +104,7 @@
       upper: c.upper, lower: c.lower, horizontal: c.horizontal,
       ink: gate.classList.contains("gold-ink") ? "gold" : "black",
       script: (state.request && state.request.script) || "simplified",
+      layout: gate.dataset.layout,
     });
     return `/api/v1/couplets/image.png?${p}`;
   }
@@ -176,7 +181,8 @@
   async function copy() {
     const c = state.shown;
     if (!c) return;
-    const text = `上联：${c.upper}\n下联：${c.lower}\n横批：${c.horizontal}`;
+    // reading order as text, then how to hang it (the layout chosen on the page)
+    const text = `上联：${c.upper}\n下联：${c.lower}\n横批：${c.horizontal}\n${HANG[gate.dataset.layout]}`;
     try {
       await navigator.clipboard.writeText(text);
     } catch (e) { // plain http on a LAN kiosk has no clipboard API
@@ -188,6 +194,13 @@
       t.remove();
     }
     flash("已复制 / copied");
+  }
+
+  // traditional (the default): 上联 on the right post, 横批 read right to left; modern: the mirror. Only the
+  // drawing changes (gate.css); the couplet stays in reading order in the document.
+  function syncLayout() {
+    gate.dataset.layout = radio("layout");
+    if (state.shown) $("download").href = imageUrl(state.shown);
   }
 
   function toggle(btn, cls) {
@@ -222,6 +235,7 @@
   function reset() {
     closeGate();
     $("ask").reset();
+    syncLayout();
     showError("");
     syncChips();
     for (const [id, cls] of [["marks", "marks"], ["ink", "gold-ink"]]) {
@@ -255,6 +269,8 @@
   $("copy").addEventListener("click", copy);
   $("print").addEventListener("click", () => window.print());
   $("close").addEventListener("click", closeGate);
+  document.querySelectorAll('input[name="layout"]').forEach((r) => r.addEventListener("change", syncLayout));
+  syncLayout(); // a restored form may hold the modern choice
   loadYear();
 
   if (kiosk) {
