@@ -20,6 +20,9 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
+from chunlian.decoding.inputs import MAX_LINE
+from chunlian.errors import CoupletError
+
 INKS = {"black": (22, 18, 16), "gold": (246, 200, 84)}
 PAPER = (196, 22, 28)
 EDGE = (232, 178, 62)
@@ -126,10 +129,12 @@ def sheet(upper: str, lower: str, horizontal: str, layout: str = "traditional") 
 def render(upper: str, lower: str, horizontal: str, ink: str = "black", layout: str = "traditional") -> bytes:
     """PNG bytes: 横批 on top over the two strips, placed as ``sheet`` says for ``layout``."""
     colour = INKS[ink]
+    if max(len(upper), len(lower), len(horizontal)) > MAX_LINE:  # a longer line would only exhaust memory
+        raise CoupletError("too_long", f"最多画{MAX_LINE}个字一联", f"at most {MAX_LINE} characters a line are drawn")
     s = sheet(upper, lower, horizontal, layout)
     img = Image.new("RGB", s.size, (255, 253, 247))
     draw = ImageDraw.Draw(img)
-    rng = random.Random(hashlib.md5(f"{upper}|{lower}|{horizontal}".encode()).digest())
+    rng = random.Random(hashlib.md5(f"{upper}|{lower}|{horizontal}".encode(errors="surrogatepass")).digest())
     for box in (s.band, s.strips["upper"], s.strips["lower"]):
         _paper(draw, box, rng)
     for part in ("horizontal", "upper", "lower"):

@@ -28,9 +28,18 @@ def _t2s():
     return opencc.OpenCC("t2s")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _fold(text: str) -> str:
+    if _SURROGATE.search(text):  # half a UTF-16 pair: not text, and OpenCC cannot even encode it
+        raise CoupletError("bad_text", "输入含有无效的字符编码", "the input is not valid Unicode text")
     text = unicodedata.normalize("NFKC", text).replace("\u3000", " ")
-    return _t2s().convert(text)
+    folded = _t2s().convert(text)
+    if len(folded) != len(text):
+        return folded
+    # a rare traditional form whose simplified form lies outside the basic block (俓 → 𠇹) stays as typed
+    return "".join(s if is_han(s) or not is_han(t) else t for t, s in zip(text, folded))
 
 
 def _reject_chars(text: str, vocab, auspicious: bool = True) -> None:
