@@ -15,14 +15,16 @@ from importlib import resources
 from typing import Annotated, Literal
 
 from fastapi import FastAPI, Query, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, model_validator
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 
-from chunlian import poster
+from chunlian import calendar, poster
 from chunlian.decoding import inputs
 from chunlian.engine import MAX_COUNT, TIMED_OUT, Engine, Overloaded, Settings, check_couplet, s2t
 from chunlian.errors import CoupletError
@@ -46,28 +48,191 @@ LAYOUT_DOC = (
 )
 
 
+# What the API accepts, one pattern per text field: pydantic enforces it and /openapi.json shows it, so a
+# request the schema calls valid is refused only for what no schema can say (WELL_FORMED_REFUSALS).
+HAN = "\u4e00-\u9fff"  # the basic CJK block, traditional forms included: every model character lies in it
+_WS = r" \t\n\r\u3000"  # may surround the text; dropped
+_PUNCT = "，；、,;"  # between two clauses (ASCII , ; are read as ，；)
+_STOP = "。.!！?？"  # may end a line; dropped
+KEYWORD_PATTERN = rf"^[{_WS}]*[{HAN}]{{1,{inputs.MAX_KEYWORD_CHARS}}}[{_WS}]*$"
+LINE_PATTERN = rf"^[{_WS}]*[{HAN}](?:[{_PUNCT}]?[{HAN}]){{{inputs.MIN_LINE - 1},{inputs.MAX_LINE - 1}}}[{_WS}{_STOP}]*$"
+HORIZONTAL_PATTERN = rf"^[{_WS}]*[{HAN}]{{2,6}}[{_WS}]*$"
+LINE_DOC = (
+    f"{inputs.MIN_LINE}–{inputs.MAX_LINE} Chinese characters, clauses separated by ，；、 (or , ;), "
+    "optionally ending in 。！？"
+)
+Keyword = Annotated[str, StringConstraints(pattern=KEYWORD_PATTERN, max_length=16)]
+Line = Annotated[str, StringConstraints(pattern=LINE_PATTERN, max_length=inputs.MAX_LINE)]
+# JSON Schema counts 7.0 as an integer, and so do the (otherwise strict) request models; "7" and true are not
+Integral = BeforeValidator(lambda v: int(v) if isinstance(v, float) and v.is_integer() else v)
+# a well-formed request may still be refused (422) for these: the model's 7,000 characters, 春联 taste and
+# the rules of a couplet are beyond a JSON schema
+WELL_FORMED_REFUSALS = {
+    "/api/v1/couplets": (
+        "unknown_char",
+        "inauspicious",
+        "repeated_char",
+        "keywords_do_not_fit",
+        "acrostic_too_long",
+        "no_couplet",
+    ),
+    "/api/v1/couplets/image.png": ("unequal",),
+}
+BAD_LINE = CoupletError(
+    "bad_line",
+    f"联句须为{inputs.MIN_LINE}到{inputs.MAX_LINE}个汉字，分句之间只用，；、",
+    f"a line is {inputs.MIN_LINE} to {inputs.MAX_LINE} Chinese characters, clauses separated by ，；、 only",
+)
+BAD_KEYWORD = CoupletError(
+    "bad_keyword",
+    f"每个吉祥词须为一到{inputs.MAX_KEYWORD_CHARS}个汉字",
+    f"each wish word is 1 to {inputs.MAX_KEYWORD_CHARS} Chinese characters",
+)
+BAD_HORIZONTAL = CoupletError("bad_horizontal", "横批须为二到六个汉字", "the horizontal scroll must be 2–6 characters")
+NOT_JSON = CoupletError("bad_request", "请求体不是有效的JSON", "the request body is not valid JSON")
+NOT_READY = CoupletError("not_ready", "模型还在预热，请稍候", "the model is still warming up")
+INTERNAL = CoupletError("internal", "服务出错了，请稍后再试", "internal server error")
+
+
+class Unavailable(Exception):
+    """Refused for now (the model is still warming up): 503 with Retry-After, like Overloaded."""
+
+
+class ErrorDetail(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    code: str = Field(description="stable, for programs: bad_request, not_chinese, unknown_char, overloaded, …")
+    message: str = Field(description="the Chinese sentence, ' / ', then the English one (as the CLI prints it)")
+    zh: str
+    en: str
+
+
+class ErrorBody(BaseModel):
+    """Every refusal of the API (413, 422, 500, 503) has this body."""
+
+    model_config = ConfigDict(extra="forbid")
+    detail: ErrorDetail
+
+
+RETRY_AFTER = {
+    "Retry-After": {
+        "description": "seconds to wait before asking again",
+        "required": True,
+        "schema": {"type": "integer", "minimum": 0},
+    }
+}
+
+
+def _errors(invalid: str | None = None, busy: str | None = None) -> dict:
+    """The documented refusals of one operation, all with the one error body."""
+    out: dict = {
+        413: {"model": ErrorBody, "description": f"request body over {MAX_BODY_BYTES} bytes (code too_large)"},
+        500: {"model": ErrorBody, "description": "an unexpected fault, a bug (code internal)"},
+    }
+    if invalid:
+        out[422] = {"model": ErrorBody, "description": invalid}
+    if busy:
+        out[503] = {"model": ErrorBody, "description": busy, "headers": RETRY_AFTER}
+    return out
+
+
+def _explain(error: dict) -> CoupletError | None:
+    """The engine's own bilingual reason for one refused field, where it has one."""
+    reason = (error.get("ctx") or {}).get("error")
+    if isinstance(reason, CoupletError):
+        return reason
+    loc, value = tuple(error.get("loc", ())), error.get("input")
+    field = loc[1] if len(loc) > 1 else None
+    words = value if isinstance(value, list) and len(loc) == 2 else [value] if len(loc) == 3 else None
+    try:
+        if field in ("upper", "lower") and isinstance(value, str):
+            inputs.line(value, auspicious=False)
+            return BAD_LINE
+        if field == "keywords" and words is not None and all(isinstance(w, str) for w in words):
+            inputs.keywords(words)
+            return BAD_KEYWORD
+        if field == "horizontal" and isinstance(value, str):
+            return BAD_HORIZONTAL
+    except CoupletError as e:
+        return e
+    return None
+
+
+def _refusals(path: str) -> str:
+    return ", ".join(WELL_FORMED_REFUSALS[path])
+
+
+COUPLETS_422 = (
+    "malformed (code one_input, bad_keyword, bad_line, not_chinese, too_many_keywords, …, or bad_request), or well "
+    "formed but not writable: a character the model does not know or a 春联 avoids, a character shared by two wish "
+    "words, wish words that do not fit the line, or no candidate passed every rule "
+    f"(code {_refusals('/api/v1/couplets')})"
+)
+CHECK_422 = "malformed (code bad_line, not_chinese, …, or bad_request); broken rules are in the 200 report"
+IMAGE_422 = (
+    "malformed (code bad_line, bad_horizontal, not_chinese, …, or bad_request), or lines of unequal length "
+    f"(code {_refusals('/api/v1/couplets/image.png')})"
+)
+BUSY_503 = (
+    "too many requests queued (code overloaded), one that ran past request_timeout_s (code timeout), "
+    "or the model still warming up (code not_ready)"
+)
+METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus text exposition format 0.0.4
+
+
+class Health(BaseModel):
+    ok: bool
+    error: str | None = Field(None, description="why the model failed to load (with 500)")
+
+
+class Ready(BaseModel):
+    ready: bool
+
+
 class CoupletRequest(BaseModel):
-    keywords: list[str] | None = Field(None, max_length=inputs.MAX_KEYWORDS, description="1–4 wish words")
-    upper: str | None = Field(None, max_length=64, description="an upper line to match (对对子)")
-    length: Literal[5, 7, 9, 11] = 7
+    """Exactly one of ``keywords`` (write) or ``upper`` (对对子)."""
+
+    model_config = ConfigDict(
+        strict=True,
+        json_schema_extra={
+            "oneOf": [{"required": ["keywords"]}, {"required": ["upper"]}],
+            "examples": [{"keywords": ["如意", "飞跃"], "count": 1}, {"upper": "春回大地千山秀", "count": 1}],
+        },
+    )
+    keywords: list[Keyword] = Field(
+        None,
+        min_length=1,
+        max_length=inputs.MAX_KEYWORDS,
+        description=f"1–{inputs.MAX_KEYWORDS} wish words of 1–{inputs.MAX_KEYWORD_CHARS} characters, "
+        "no character shared between words",
+        json_schema_extra=lambda s: s.pop("default", None),
+    )
+    upper: Line = Field(
+        None,
+        description=f"an upper line to match (对对子): {LINE_DOC}",
+        json_schema_extra=lambda s: s.pop("default", None),
+    )
+    length: Annotated[Literal[5, 7, 9, 11], Integral] = 7
     placement: Literal["embed", "acrostic"] = "embed"
-    count: int = Field(3, ge=1, le=MAX_COUNT)
-    seed: int | None = Field(None, ge=0, le=2**31 - 1)
+    count: Annotated[int, Integral] = Field(3, ge=1, le=MAX_COUNT)
+    seed: Annotated[int | None, Integral] = Field(None, ge=0, le=2**31 - 1)
     tones: Literal["xin", "pingshui"] = "xin"
     script: Literal["simplified", "traditional"] = "simplified"
-    year: int | None = Field(None, ge=1901, le=2099)
+    year: Annotated[int | None, Integral] = Field(None, ge=calendar.MIN_YEAR, le=calendar.MAX_YEAR)
     layout: Layout = Field("traditional", description=LAYOUT_DOC + " (echoed in the answer for the page and PNG)")
 
     @model_validator(mode="after")
     def _one_input(self):
         if (self.keywords is None) == (self.upper is None):
-            raise ValueError("give either keywords or upper / 请给出关键字或上联（二选一）")
+            raise CoupletError("one_input", "请给出吉祥词或上联（二选一）", "give either keywords or upper, not both")
         return self
 
 
 class CheckRequest(BaseModel):
-    upper: str = Field(..., max_length=64)
-    lower: str = Field(..., max_length=64)
+    model_config = ConfigDict(
+        strict=True, json_schema_extra={"examples": [{"upper": "天增岁月人增寿", "lower": "春满乾坤福满门"}]}
+    )
+    upper: Line = Field(..., description=LINE_DOC)
+    lower: Line = Field(..., description=LINE_DOC)
     tones: Literal["xin", "pingshui"] = "xin"
 
 
@@ -122,24 +287,50 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
     async def timed_out(_: Request, exc: TimeoutError):
         return JSONResponse({"detail": TIMED_OUT.to_dict()}, status_code=503, headers={"Retry-After": "1"})
 
+    @app.exception_handler(Unavailable)
+    async def unavailable(_: Request, exc: Unavailable):
+        return JSONResponse({"detail": NOT_READY.to_dict()}, status_code=503, headers={"Retry-After": "1"})
+
+    @app.exception_handler(Exception)
+    async def internal(_: Request, exc: Exception):  # a bug: still the documented body (and the traceback logged)
+        return JSONResponse({"detail": INTERNAL.to_dict()}, status_code=500)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException):
+        if exc.status_code == 400:  # FastAPI's answer to a body that is not even UTF-8: bad input like any other
+            return JSONResponse({"detail": NOT_JSON.to_dict()}, status_code=422)
+        return await http_exception_handler(request, exc)  # 404, 405 as FastAPI words them
+
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError):
-        where = "; ".join(".".join(str(p) for p in e.get("loc", ())[1:]) or "body" for e in exc.errors())
-        err = CoupletError("bad_request", f"请求参数有误：{where}", f"invalid request fields: {where}")
+        errors = exc.errors()
+        err = next((e for e in map(_explain, errors) if e is not None), None)
+        if err is None:
+            where = "; ".join(".".join(str(p) for p in e.get("loc", ())[1:]) or "body" for e in errors)
+            err = CoupletError("bad_request", f"请求参数有误：{where}", f"invalid request fields: {where}")
         return JSONResponse({"detail": err.to_dict()}, status_code=422)
 
     def _engine() -> Engine:
         if not state["ready"]:
-            raise CoupletError("not_ready", "模型还在预热，请稍候", "the model is still warming up")
+            raise Unavailable()
         return state["engine"]
 
-    @app.get("/healthz")
+    @app.get(
+        "/healthz",
+        response_model=None,
+        responses=_errors()
+        | {200: {"model": Health}, 500: {"model": Health, "description": "the model failed to load"}},
+    )
     def healthz():
         if state.get("error"):
             return JSONResponse({"ok": False, "error": state["error"]}, status_code=500)
         return {"ok": True}
 
-    @app.get("/readyz")
+    @app.get(
+        "/readyz",
+        response_model=None,
+        responses=_errors() | {200: {"model": Ready}, 503: {"model": Ready, "description": "still warming up"}},
+    )
     def readyz():
         if not state["ready"]:
             return JSONResponse({"ready": False}, status_code=503)
@@ -152,7 +343,7 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
             fut.cancel()
             raise TimeoutError from None
 
-    @app.post("/api/v1/couplets")
+    @app.post("/api/v1/couplets", responses=_errors(COUPLETS_422, BUSY_503))
     async def couplets(req: CoupletRequest):
         eng = _engine()
         if req.keywords is not None:
@@ -163,25 +354,43 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
             fut = eng.submit_match(req.upper, req.count, req.seed, req.tones, req.script, req.year)
         return await _await(fut, eng) | {"layout": req.layout}
 
-    @app.get("/metrics")
+    @app.get(
+        "/metrics",
+        response_class=Response,  # no media type here: the errors below are JSON
+        responses=_errors()
+        | {200: {"description": "Prometheus series", "content": {METRICS_TYPE: {"schema": {"type": "string"}}}}},
+    )
     def metrics():
         eng = state["engine"]
-        body = eng.metrics.render() if eng else b""
-        return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
+        return Response(eng.metrics.render() if eng else b"", media_type=METRICS_TYPE)
 
-    @app.post("/api/v1/check")
+    @app.post("/api/v1/check", responses=_errors(CHECK_422, "the model is still warming up (code not_ready)"))
     def check(req: CheckRequest):
         return check_couplet(req.upper, req.lower, req.tones, _engine().writer.vocab)
 
-    @app.get("/api/v1/year")
-    def year(year: int | None = None):
+    @app.get("/api/v1/year", responses=_errors("a year outside the calendar (code bad_request)"))
+    def year(
+        year: int | None = Query(
+            None, ge=calendar.MIN_YEAR, le=calendar.MAX_YEAR, description="Gregorian year (default: the coming one)"
+        ),
+    ):
         return Engine.year(year).to_dict()
 
-    @app.get("/api/v1/couplets/image.png", response_class=Response)
+    @app.get(
+        "/api/v1/couplets/image.png",
+        response_class=Response,
+        responses=_errors(IMAGE_422, "two PNGs are being drawn already (code overloaded)")
+        | {
+            200: {
+                "description": "the PNG",
+                "content": {"image/png": {"schema": {"type": "string", "format": "binary"}}},
+            }
+        },
+    )
     async def image(
-        upper: str = Query(..., max_length=64, description="上联"),
-        lower: str = Query(..., max_length=64, description="下联"),
-        horizontal: str = Query(..., max_length=16, description="横批, 2–6 characters"),
+        upper: str = Query(..., pattern=LINE_PATTERN, max_length=inputs.MAX_LINE, description=f"上联: {LINE_DOC}"),
+        lower: str = Query(..., pattern=LINE_PATTERN, max_length=inputs.MAX_LINE, description="下联, as long as 上联"),
+        horizontal: str = Query(..., pattern=HORIZONTAL_PATTERN, max_length=16, description="横批, 2–6 characters"),
         ink: Literal["black", "gold"] = "black",
         script: Literal["simplified", "traditional"] = "simplified",
         layout: Annotated[Layout, Query(description=LAYOUT_DOC)] = "traditional",
