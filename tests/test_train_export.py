@@ -94,3 +94,40 @@ def test_exported_int8_model_decodes_under_the_rules(trained, tmp_path):
     w = CoupletWriter(OnnxLM(tmp_path, precision="int8"))
     c = w.match("春回大地千山秀", count=1).couplets[0]
     assert check(c.upper, c.lower).hard_ok
+
+
+def test_the_register_tag_extends_a_vocabulary_without_moving_its_ids(tmp_path):
+    from chunlian.model.tokenizer import BOS, SPRING, Tokenizer
+
+    old = Tokenizer(list("春回大地"), registers=False)
+    old.save(tmp_path / "vocab.txt")
+    loaded = Tokenizer.load(tmp_path / "vocab.txt")
+    assert loaded.spring is None and loaded.prefix_match("春回", spring=True)[0] == BOS
+    new = Tokenizer(old.itos[9:])
+    assert new.itos[: len(old)] == old.itos and new.itos[-1] == SPRING
+    assert new.prefix_match("春回", spring=True)[:2] == [new.spring, BOS]
+    assert new.prefix_keywords(["春"])[0] == new.spring  # wish words ask for a 春联
+    assert new.decode(new.prefix_match("春回", spring=True)) == "春回" and SPRING not in new
+    new.save(tmp_path / "v2.txt")
+    assert Tokenizer.load(tmp_path / "v2.txt").itos == new.itos
+
+
+def test_training_continues_a_shipped_model_with_the_tag(trained, tmp_path, data_dir):
+    from chunlian.model.export import export, load_checkpoint
+    from chunlian.model.train import train
+
+    ckpt, _ = trained
+    # a model shipped before the tag existed: the same network without the tag's row
+    state = torch.load(ckpt, weights_only=False)
+    state["vocab"] = state["vocab"][:-1]
+    state["config"]["vocab_size"] -= 1
+    state["model"]["wte.weight"] = state["model"]["wte.weight"][:-1]
+    torch.save(state, tmp_path / "old.pt")
+    export(tmp_path / "old.pt", tmp_path / "old", quantize=False)
+    assert "<chun>" not in (tmp_path / "old" / "vocab.txt").read_text(encoding="utf-8")
+    kw = dict(minutes=0.03, batch_size=16, checkpoint_minutes=0.01, log=lambda m: None, warmup=5)
+    out = train(str(data_dir), str(tmp_path / "cont"), init_from=str(tmp_path / "old"), **kw)
+    model, tok = load_checkpoint(out)
+    assert tok.spring == len(tok) - 1 and model.cfg.vocab_size == len(tok)
+    old_emb = state["model"]["wte.weight"]
+    assert model.wte.weight.shape[0] == old_emb.shape[0] + 1

@@ -17,6 +17,7 @@ from chunlian.model.tokenizer import ACR, BOS, EOS, REV, SEP, Tokenizer
 from chunlian.prosody import PUNCT, is_han
 
 # file -> sampling weight per epoch (春联 up, regulated-verse middle couplets down)
+# the 春联 book is also the spring register: its pairs carry the <chun> tag
 SOURCES = {
     "chunlian_pairs.tsv": 6.0,
     "mengxue_pairs.tsv": 2.0,
@@ -24,6 +25,7 @@ SOURCES = {
     "couplets_extra.tsv": 1.0,
     "lvshi_couplets.tsv": 0.5,
 }
+SPRING_SOURCES = {"chunlian_pairs.tsv"}
 MAX_LINE = 24
 DEV_PERCENT = 2
 
@@ -90,7 +92,11 @@ def _spans(line: str, rng: random.Random) -> str:
 
 
 def make_example(tok: Tokenizer, p: Pair, rng: random.Random) -> list[int]:
-    """One training sequence in one of the four task layouts."""
+    """One training sequence in one of the four task layouts, in its register."""
+    return tok.register(p.source in SPRING_SOURCES) + _layout(tok, p, rng)
+
+
+def _layout(tok: Tokenizer, p: Pair, rng: random.Random) -> list[int]:
     u, l = tok.encode(p.upper), tok.encode(p.lower)
     r = rng.random()
     if r < 0.40:
@@ -101,7 +107,7 @@ def make_example(tok: Tokenizer, p: Pair, rng: random.Random) -> list[int]:
             words.append(_spans(p.lower, rng))
         words = [w for i, w in enumerate(words) if w and w not in words[:i]]
         rng.shuffle(words)
-        prefix = tok.prefix_keywords(words) if words else [BOS]
+        prefix = tok.prefix_keywords(words, spring=False) if words else [BOS]
     elif r < 0.85:
         k = 2 if len(p.upper) >= 7 and rng.random() < 0.3 else 1
         heads = p.upper[:k] + p.lower[:k]

@@ -25,7 +25,7 @@ def load_checkpoint(path: str | Path) -> tuple[GPT, Tokenizer]:
     model = GPT(GPTConfig(**state["config"]))
     model.load_state_dict(state["model"])
     model.eval()
-    return model, Tokenizer(state["vocab"][9:])
+    return model, Tokenizer.from_itos(state["vocab"])
 
 
 class _Wrapped(torch.nn.Module):

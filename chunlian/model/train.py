@@ -2,7 +2,9 @@
 
 The learning-rate schedule follows the fraction of the time budget spent, so a run sized
 "two hours on this CPU" ends with a decayed learning rate wherever it is stopped; the
-checkpoint holds the elapsed time so a resumed run keeps the same schedule.
+checkpoint holds the elapsed time so a resumed run keeps the same schedule. A run may start
+from a shipped model directory (``init_from``) instead of from scratch: it then continues that
+model with a fresh optimiser and its own warm-up and decay.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ import json
 import math
 import random
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import torch
 
-from chunlian.model.data import batches, build_vocab, read_pairs
+from chunlian.model.data import batches, build_vocab, make_example, read_pairs
 from chunlian.model.network import GPT, GPTConfig
 from chunlian.model.tokenizer import PAD, Tokenizer
 
@@ -28,6 +31,59 @@ def _tensors(seqs: list[list[int]], device: str):
         x[i, : len(s) - 1] = torch.tensor(s[:-1])
         y[i, : len(s) - 1] = torch.tensor(s[1:])
     return x.to(device), y.to(device)
+
+
+def lr_at(step: int, frac: float, lr: float, warmup: int, min_frac: float) -> float:
+    """Linear warm-up over ``warmup`` steps, then cosine decay to ``min_frac`` of ``lr`` at the budget's end."""
+    return lr * min(1.0, (step + 1) / warmup) * (min_frac + (1 - min_frac) * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
+def _from_model_dir(model_dir: str, tok: Tokenizer) -> GPT:
+    """A shipped model, grown to ``tok`` (new rows, such as a register tag, start as copies of <bos>)."""
+    from chunlian.model.export import load_exported
+
+    old, old_tok = load_exported(model_dir)
+    assert old_tok.itos == tok.itos[: len(old_tok)], "the vocabulary must extend the shipped one"
+    model = GPT(GPTConfig(**(old.cfg.to_dict() | {"vocab_size": len(tok)})))
+    sd = old.state_dict()
+    grown = old.wte.weight.data.new_empty(len(tok), old.cfg.n_embd)
+    grown[: len(old_tok)] = old.wte.weight.data
+    grown[len(old_tok) :] = old.wte.weight.data[old_tok.stoi["<bos>"]]
+    model.load_state_dict(sd | {"wte.weight": grown})
+    return model
+
+
+def _start(data_dir, ckpt_path, resume, init_from, arch):
+    """(pairs, tokenizer, model, saved state or None) for a fresh, resumed or continued run."""
+    pairs = read_pairs(data_dir, "train")
+    state = torch.load(ckpt_path, map_location="cpu", weights_only=False) if resume and ckpt_path.exists() else None
+    if state:
+        tok = Tokenizer.from_itos(state["vocab"])
+        model = GPT(GPTConfig(**state["config"]))
+        model.load_state_dict(state["model"])
+    elif init_from:
+        tok = Tokenizer(Tokenizer.load(Path(init_from) / "vocab.txt").itos[9:])
+        model = _from_model_dir(init_from, tok)
+    else:
+        tok = build_vocab(pairs)
+        model = GPT(GPTConfig(vocab_size=len(tok), **arch))
+    return pairs, tok, model, state
+
+
+@torch.no_grad()
+def dev_loss(model: GPT, tok: Tokenizer, pairs, batch_size: int = 256, seed: int = 0) -> float:
+    """Per-character cross-entropy (nats) over held-out pairs, in the training layouts and registers."""
+    model.eval()
+    rng = random.Random(seed)
+    seqs = sorted((make_example(tok, p, rng) for p in pairs), key=len)
+    total, count = 0.0, 0
+    for i in range(0, len(seqs), batch_size):
+        x, y = _tensors(seqs[i : i + batch_size], "cpu")
+        n = int((y >= 0).sum())
+        total += float(model.loss(x, y, (x != PAD).float())) * n
+        count += n
+    model.train()
+    return total / max(count, 1)
 
 
 def train(
@@ -44,6 +100,10 @@ def train(
     resume: bool = False,
     seed: int = 1234,
     threads: int = 0,
+    init_from: str | None = None,
+    warmup: int = 300,
+    min_lr_frac: float = 0.05,
+    bf16: bool = False,
     log=print,
 ) -> Path:
     """Train until the time budget is spent; returns the checkpoint path."""
@@ -53,19 +113,13 @@ def train(
     if threads:
         torch.set_num_threads(threads)
     torch.manual_seed(seed)
-    pairs = read_pairs(data_dir, "train")
-    state = torch.load(ckpt_path, map_location="cpu", weights_only=False) if resume and ckpt_path.exists() else None
-    if state:
-        tok = Tokenizer(state["vocab"][9:])
-        cfg = GPTConfig(**state["config"])
-    else:
-        tok = build_vocab(pairs)
-        cfg = GPTConfig(vocab_size=len(tok), n_layer=n_layer, n_head=n_head, n_embd=n_embd)
-    model = GPT(cfg).to(device)
+    arch = dict(n_layer=n_layer, n_head=n_head, n_embd=n_embd)
+    pairs, tok, model, state = _start(data_dir, ckpt_path, resume, init_from, arch)
+    model.to(device)
+    cfg = model.cfg
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.05)
     step, elapsed, tokens = 0, 0.0, 0
     if state:
-        model.load_state_dict(state["model"])
         opt.load_state_dict(state["optim"])
         step, elapsed, tokens = state["step"], state["elapsed"], state["tokens"]
         log(f"resumed at step {step}, {elapsed / 60:.1f} min spent")
@@ -73,6 +127,8 @@ def train(
     log(f"{len(pairs)} training pairs, vocab {len(tok)}, {model.num_params() / 1e6:.2f}M params, device {device}")
     rng = random.Random(seed + step)
     it = batches(tok, pairs, batch_size, rng)
+    autocast = torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16) if bf16 else nullcontext()
+    base = dict(state.get("base", {})) if state else {"init_from": init_from, "tokens_before": 0}
 
     def save():
         tmp = out / "ckpt.pt.tmp"
@@ -85,6 +141,7 @@ def train(
                 "step": step,
                 "elapsed": elapsed,
                 "tokens": tokens,
+                "base": base,
             },
             tmp,
         )
@@ -96,15 +153,14 @@ def train(
     model.train()
     t_last_log = t_last_ckpt = time.time()
     ema, tok_since, t0 = None, 0, time.time()
-    warmup = 300
     while elapsed < budget:
         seqs, epoch = next(it)
-        frac = elapsed / budget
-        cur_lr = lr * min(1.0, (step + 1) / warmup) * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * frac)))
+        cur_lr = lr_at(step, elapsed / budget, lr, warmup, min_lr_frac)
         for g in opt.param_groups:
             g["lr"] = cur_lr
         x, y = _tensors(seqs, device)
-        loss = model.loss(x, y, torch.ones_like(x, dtype=torch.float32))
+        with autocast:
+            loss = model.loss(x, y, torch.ones_like(x, dtype=torch.float32))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
