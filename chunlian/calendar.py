@@ -1,14 +1,18 @@
-"""The coming Spring Festival: its date, 干支 and 生肖, from lunar-python's calendar."""
+"""The coming Spring Festival: its date, 干支 and 生肖, from lunar-python's calendar; and which
+zodiac animal a couplet may name as its year."""
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import asdict, dataclass
 from functools import lru_cache
+from importlib import resources
 
 from lunar_python import Lunar, Solar
 
 MIN_YEAR, MAX_YEAR = 1901, 2099
+ANIMALS = "鼠牛虎兔龙蛇马羊猴鸡狗猪"
+FAREWELL, WELCOME, YEAR_WORDS = set("辞送别"), set("迎接"), set("年岁")
 
 
 @dataclass(frozen=True)
@@ -53,3 +57,51 @@ def _coming(today: dt.date) -> Year:
 def lunar_today(today: dt.date | None = None) -> str:
     today = today or dt.date.today()
     return Solar.fromYmd(today.year, today.month, today.day).getLunar().toString()
+
+
+def previous_animal(zodiac: str) -> str:
+    return ANIMALS[(ANIMALS.index(zodiac) - 1) % 12]
+
+
+def _lines(name: str) -> list[str]:
+    text = resources.files("chunlian").joinpath("data", name).read_text(encoding="utf-8")
+    return [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
+
+
+@lru_cache(maxsize=1)
+def zodiac_idioms() -> tuple[str, ...]:
+    return tuple(_lines("zodiac_idioms.txt"))
+
+
+@lru_cache(maxsize=1)
+def zodiac_imagery() -> dict[str, tuple[str, ...]]:
+    return {a: tuple(words.split()) for a, _, words in (ln.partition("\t") for ln in _lines("zodiac_imagery.tsv"))}
+
+
+def _in_idiom(line: str, i: int) -> bool:
+    return any(line.find(idiom, max(0, i - 3), i + 4) >= 0 for idiom in zodiac_idioms())
+
+
+def wrong_year(line: str, zodiac: str) -> list[str]:
+    """Zodiac animals that name the wrong year, as 'animal (why)'.
+
+    An animal after 辞/送/别 is the year being seen off (the previous one); after 迎/接, or before
+    年/岁, it is the year's own; any other animal outside an idiom (龙腾虎跃, 金鸡报晓) must be one
+    of the two. Empty when the line is right for the year of ``zodiac``.
+    """
+    prev = previous_animal(zodiac)
+    out = []
+    for i, ch in enumerate(line):
+        if ch not in ANIMALS or _in_idiom(line, i):
+            continue
+        before = line[i - 1] if i else ""
+        after = line[i + 1] if i + 1 < len(line) else ""
+        if before in FAREWELL:
+            want = (prev,)
+        elif before in WELCOME or after in YEAR_WORDS:
+            want = (zodiac,)
+        else:
+            want = (zodiac, prev)
+        if ch not in want:
+            out.append(f"{ch}（{zodiac}年应作{'或'.join(want)}）")
+    return out

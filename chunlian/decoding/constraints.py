@@ -13,6 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
+from chunlian.calendar import ANIMALS, FAREWELL, WELCOME, YEAR_WORDS, previous_animal
 from chunlian.prosody import EITHER, PING, PUNCT, UNKNOWN, ZE, char_tone, inauspicious, is_han, no_glyph, rhythm_points
 
 
@@ -34,6 +35,18 @@ class VocabMasks:
         self.exact = {PING: self.free & (self.tone == PING), ZE: self.free & (self.tone == ZE)}
         # opposite[tone code] as one table, so a whole batch of rows is masked by fancy indexing
         self.opposite = np.stack([self.opposite_of(code) for code in range(max(PING, ZE, EITHER, UNKNOWN) + 1)])
+        self.stock_next = self._stock_index()
+
+    def _stock_index(self) -> dict[tuple[int, int], np.ndarray]:
+        """(first, second) character ids -> the third characters that would complete a stock span."""
+        from chunlian.decoding.rerank import stock_spans
+
+        index: dict[tuple[int, int], list[int]] = {}
+        for span in stock_spans():
+            if all(c in self.stoi for c in span):
+                a, b, c = (self.stoi[ch] for ch in span)
+                index.setdefault((a, b), []).append(c)
+        return {k: np.array(v) for k, v in index.items()}
 
     def opposite_of(self, code: int) -> np.ndarray:
         """Tokens whose tone is certainly opposed to ``code`` (any token if code is 'either')."""
@@ -58,6 +71,7 @@ class LineSpec:
     forbidden: frozenset[str] = frozenset()  # never at a free position (other line, reserved words)
     mirror: dict[int, int] = field(default_factory=dict)  # position -> earlier position to copy
     strict: bool = True  # tone masks on rhythm points; relaxed when nothing fits
+    zodiac: str | None = None  # the year's animal: no other year may be named (calendar.wrong_year)
 
     @cached_property
     def points(self) -> set[int]:
@@ -89,6 +103,9 @@ def _base(vm: VocabMasks, spec: LineSpec, pos: int) -> np.ndarray:
         else:
             m = vm.free.copy()
         bad = [vm.stoi[c] for c in spec.forbidden if c in vm.stoi]
+        if spec.zodiac:  # animals of other years are not chosen freely (idioms with them are lost)
+            ok = (spec.zodiac, previous_animal(spec.zodiac))
+            bad += [vm.stoi[c] for c in ANIMALS if c not in ok and c in vm.stoi]
         m[bad] = False
         cache[pos] = m
     return cache[pos]
@@ -121,7 +138,29 @@ def step_masks(
             masks[rows] &= vm.opposite[vm.tone[ids[rows, j]]]
     if pos:
         masks[np.arange(R)[:, None], ids] = False
+        _year_context(vm, specs, groups, pos, ids, masks)
     return masks, forced
+
+
+def _year_context(vm, specs, groups, pos, ids, masks) -> None:
+    """After 辞/送 only the old year's animal, after 迎/接 only the new one's; the old animal is
+    not followed by 年/岁 unless it is being seen off."""
+    for r in range(len(groups)):
+        z = specs[groups[r]].zodiac
+        if not z:
+            continue
+        prev, c = previous_animal(z), vm.itos[ids[r, pos - 1]]
+        before = vm.itos[ids[r, pos - 2]] if pos >= 2 else ""
+        if c in FAREWELL:
+            _strike(vm, masks[r], z)
+        elif c in WELCOME:
+            _strike(vm, masks[r], prev)
+        elif c == prev and before not in FAREWELL:
+            _strike(vm, masks[r], "".join(YEAR_WORDS))
+
+
+def _strike(vm: VocabMasks, row: np.ndarray, chars: str) -> None:
+    row[[vm.stoi[c] for c in chars if c in vm.stoi]] = False
 
 
 def mirror_of(upper: str) -> dict[int, int]:
