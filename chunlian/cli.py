@@ -54,7 +54,9 @@ def cmd_write(args) -> None:
 
 
 def cmd_match(args) -> None:
-    ans = _engine(args).match(args.upper, args.count, args.seed, args.tones, _script(args), args.year)
+    ans = _engine(args).match(
+        args.upper, args.count, args.seed, args.tones, _script(args), args.year, register=args.register
+    )
     _print_json(ans) if args.json else _show(ans)
 
 
@@ -112,9 +114,11 @@ def cmd_eval(args) -> None:
     eng = _engine(args)
     log = (lambda m: print(m, file=sys.stderr)) if not args.json else None
     if args.keywords:
-        res = evaluate.eval_keywords(eng, args.keywords, args.limit, args.tones, args.length, args.out, log)
+        res = evaluate.eval_keywords(
+            eng, args.keywords, args.limit, args.tones, args.length, args.out, log, year=args.year
+        )
     elif args.pairs:
-        res = evaluate.eval_pairs(eng, args.pairs, args.limit, args.tones, args.out, log)
+        res = evaluate.eval_pairs(eng, args.pairs, args.limit, args.tones, args.out, log, register=args.register)
     else:
         raise CoupletError("no_input", "请给出对联文件或 --keywords 文件", "give a pairs file or --keywords FILE")
     if args.json:
@@ -144,6 +148,10 @@ def cmd_train(args) -> None:
         checkpoint_minutes=args.checkpoint_minutes,
         resume=args.resume,
         threads=args.threads,
+        init_from=args.init_from,
+        warmup=args.warmup,
+        min_lr_frac=args.min_lr_frac,
+        bf16=args.bf16,
     )
     if args.export:
         from chunlian.model.export import export
@@ -229,6 +237,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("match", help="lower line for an upper line (对对子)")
     m.add_argument("upper")
+    m.add_argument(
+        "--register",
+        default="auto",
+        choices=["auto", "spring", "general"],
+        help="answer as a 春联 (spring), in the line's own register (general), or by the line (auto)",
+    )
     gen_opts(m)
     m.set_defaults(func=cmd_match)
 
@@ -256,6 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--tones", default="xin", choices=["xin", "pingshui"])
     e.add_argument("--out", default=None, help="also write one TSV line per input")
     e.add_argument("--json", action="store_true")
+    e.add_argument("--year", type=int, default=None, help="keyword groups: the Spring Festival year (default: coming)")
+    e.add_argument("--register", default="auto", choices=["auto", "spring", "general"], help="pairs: register")
     model_opts(e)
     e.set_defaults(func=cmd_eval)
 
@@ -272,6 +288,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--threads", type=int, default=0)
     t.add_argument("--checkpoint-minutes", type=float, default=3.0)
     t.add_argument("--resume", action="store_true")
+    t.add_argument("--init-from", default=None, help="continue a shipped model directory (fresh optimiser)")
+    t.add_argument("--warmup", type=int, default=300, help="warm-up steps")
+    t.add_argument("--min-lr-frac", type=float, default=0.05, help="learning rate at the budget's end, as a fraction")
+    t.add_argument("--bf16", action="store_true", help="bf16 autocast (slower on the CPUs measured: docs/MODEL.md)")
     t.add_argument("--export", default=None, help="export to this model directory when done")
     t.set_defaults(func=cmd_train)
 

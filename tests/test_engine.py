@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
+from chunlian.calendar import coming_year
 from chunlian.decoding.search import Start, Step
 from chunlian.engine import Engine, Overloaded
 from chunlian.engine.batcher import Batcher
@@ -123,7 +124,8 @@ def batched(engine):
 
 def test_batched_results_equal_unbatched_for_the_same_seeds(engine, batched):
     reqs = [(["如意"], 7, 1), (["吉祥", "平安"], 7, 2), (["马"], 5, 3), (["春"], 9, None), (["福"], 7, 4)]
-    alone = [engine.writer.write(w, length=n, count=2, seed=s) for w, n, s in reqs]
+    goat = coming_year().zodiac  # the engine writes for the coming year
+    alone = [engine.writer.write(w, length=n, count=2, seed=s, zodiac=goat) for w, n, s in reqs]
     with ThreadPoolExecutor(len(reqs)) as ex:
         together = list(ex.map(lambda r: batched.write(r[0], length=r[1], count=2, seed=r[2]), reqs))
     for a, b in zip(alone, together, strict=True):

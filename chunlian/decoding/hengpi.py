@@ -1,7 +1,9 @@
 """横批: a four-character phrase from the shipped vocabulary, chosen to fit the couplet.
 
-Fit is the cosine between the phrase and the couplet in the model's own character space (its
-embedding, reduced at export), plus a bonus for sharing the wish words' characters; the year's
+A 横批 sums the couplet up; it does not repeat it. A phrase written inside either line, or sharing
+three of its characters with the couplet, is never chosen; fit is the cosine between the phrase
+and the couplet in the model's own character space (its embedding, reduced at export), with a
+small bonus for echoing a wish word once and a cost for every further shared character. The year's
 zodiac phrases (羊年: 三阳开泰, 喜气洋洋) join the list only in their own year.
 """
 
@@ -58,19 +60,25 @@ class HengpiChooser:
         rng: np.random.Generator | None = None,
         top: int = 3,
     ) -> str:
-        idx = [i for i, p in enumerate(self.phrases) if p.zodiac in (None, zodiac)]
+        couplet = upper + lower
+        idx = [
+            i
+            for i, p in enumerate(self.phrases)
+            if p.zodiac in (None, zodiac)
+            and p.text not in upper
+            and p.text not in lower
+            and len(set(p.text) & set(couplet)) < 3
+        ]
         if self._pvec is not None:
-            sim = self._pvec[idx] @ self._vec(upper + lower + keywords)
+            sim = self._pvec[idx] @ self._vec(couplet)
         else:
             sim = np.zeros(len(idx))
-        bonus = np.array(
-            [
-                0.25 * len(set(self.phrases[i].text) & set(keywords))
-                + 0.05 * len(set(self.phrases[i].text) & set(upper + lower))
-                + (0.1 if self.phrases[i].zodiac else 0.0)
-                for i in idx
-            ]
-        )
+        bonus = np.array([self._bonus(self.phrases[i], couplet, keywords) for i in idx])
         order = np.argsort(-(sim + bonus))
         pick = order[0] if rng is None else order[int(rng.integers(0, min(top, len(order))))]
         return self.phrases[idx[pick]].text
+
+    @staticmethod
+    def _bonus(phrase: Phrase, couplet: str, keywords: str) -> float:
+        shared = len(set(phrase.text) & set(couplet))
+        return 0.1 * bool(set(phrase.text) & set(keywords)) - 0.1 * max(0, shared - 1) + 0.1 * bool(phrase.zodiac)

@@ -130,6 +130,24 @@ def line(raw: str, vocab=None, auspicious: bool = True) -> str:
     return text
 
 
+@lru_cache(maxsize=1)
+def _spring_markers() -> frozenset[str]:
+    from importlib import resources
+
+    text = resources.files("chunlian").joinpath("data", "spring_markers.txt").read_text(encoding="utf-8")
+    return frozenset("".join(ln for ln in text.splitlines() if not ln.startswith("#")))
+
+
+def spring_register(text: str, register: str = "auto") -> bool:
+    """Whether a given line is answered as a 春联 (spring, or auto and it speaks of spring) or in
+    its own register (general)."""
+    if register not in ("auto", "spring", "general"):
+        raise CoupletError(
+            "bad_register", "语体只能是 auto、spring（春联）或 general", "register must be auto, spring or general"
+        )
+    return register == "spring" or (register == "auto" and bool(set(text) & _spring_markers()))
+
+
 def pair(upper: str, lower: str) -> tuple[str, str]:
     """A couplet to check: each line cleaned like ``line``, punctuation mismatches reported by the rules."""
     return line(upper, auspicious=False), line(lower, auspicious=False)

@@ -35,7 +35,24 @@ class Step:
     tokens: np.ndarray
 
 
-Search = Generator[Start | Step, tuple, object]
+@dataclass
+class Score:
+    """Model call: whole sequences, answer the sum of each one's log-probs from ``starts[i]`` on."""
+
+    seqs: list[list[int]]
+    starts: list[int]
+
+
+Search = Generator[Start | Step | Score, tuple, object]
+
+
+def call(lm: LanguageModel, op):
+    """One model call of a search, made directly."""
+    if isinstance(op, Start):
+        return lm.start(op.prompts)
+    if isinstance(op, Score):
+        return lm.score(op.seqs, op.starts)
+    return lm.step(op.state, op.parents, op.tokens)
 
 
 def drive(lm: LanguageModel, gen: Search):
@@ -47,8 +64,7 @@ def drive(lm: LanguageModel, gen: Search):
     try:
         op = next(gen)
         while True:
-            out = lm.start(op.prompts) if isinstance(op, Start) else lm.step(op.state, op.parents, op.tokens)
-            op = gen.send(out)
+            op = gen.send(call(lm, op))
     except StopIteration as stop:
         return stop.value
 
@@ -80,12 +96,15 @@ def search_line(
     rng: np.random.Generator | None = None,
     temperature: float = 0.8,
     top_k: int = 24,
+    stock_cost: float = 0.0,
 ) -> Search:
     """Search one line for every group; ``groups[r]`` names the group of input row ``r``.
 
     Rows of a group whose constraints leave nothing to choose are dropped; a group with no row
     left is simply absent from the result (the caller relaxes its spec and tries again). All rows
     are handled as arrays: one mask, one top-k and one per-group selection per step.
+    ``stock_cost`` is taken from any token that would complete a stock span (千家乐), so a row
+    writes it only where nothing fresher comes close.
     """
     grp = np.asarray(groups, dtype=np.int64)
     score = np.zeros(len(grp))
@@ -94,6 +113,8 @@ def search_line(
     for pos in range(specs[0].length):
         masks, forced = step_masks(vm, specs, grp, pos, ids)
         R = len(grp)
+        if stock_cost and pos >= 2:
+            logp = _stock_penalty(vm, logp, ids, stock_cost)
         # each row offers up to k candidates: its forced token, or its best allowed ones
         masked = np.where(masks, logp, NEG)
         fixed = np.flatnonzero(forced >= 0)
@@ -131,3 +152,17 @@ def search_line(
         state, logp = yield Step(state, idx, np.full(len(rows), end_token))
         return LineResult(rows, state, logp)
     return LineResult(rows, state, None)
+
+
+def _stock_penalty(vm: VocabMasks, logp: np.ndarray, ids: np.ndarray, cost: float) -> np.ndarray:
+    hits = [
+        (r, vm.stock_next[key])
+        for r, key in enumerate(zip(ids[:, -2].tolist(), ids[:, -1].tolist()))
+        if key in vm.stock_next
+    ]
+    if not hits:
+        return logp
+    logp = logp.copy()
+    for r, nxt in hits:
+        logp[r, nxt] -= cost
+    return logp

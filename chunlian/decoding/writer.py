@@ -2,8 +2,10 @@
 
 Writing runs in two searches sharing one model batch: upper lines for each placement of the
 wish words, then a lower line for each of the best uppers (forking their KV cache). Every
-candidate is checked against the full rule set after decoding; only those passing every hard
-rule are returned, ranked by model log-probability per character plus the soft-rule score.
+candidate is checked against the full rule set after decoding (form, and the sense rules of
+``rerank``: the year, wish words not negated); only those passing every hard rule are returned,
+ranked by model log-probability per character, the same in the reverse direction (relevance:
+does this upper line follow from this lower one?) and the soft-rule score.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from chunlian import prosody
-from chunlian.decoding import inputs, placement
+from chunlian.decoding import inputs, placement, rerank
 from chunlian.decoding.constraints import LineSpec, VocabMasks, mirror_of
 from chunlian.decoding.hengpi import HengpiChooser
-from chunlian.decoding.search import Search, Start, drive, search_line
+from chunlian.decoding.search import Score, Search, Start, drive, search_line
 from chunlian.errors import CoupletError
 from chunlian.model.runtime import LanguageModel
 from chunlian.prosody import PING, PUNCT, ZE
@@ -25,6 +27,7 @@ SOFT_WEIGHT = 1.0
 RHYTHM_WEIGHT = 2.0  # a rhythm point left unopposed (masks relaxed, or a polyphone read otherwise) costs most
 UPPER_WIDTH, LOWER_WIDTH = 4, 2
 UPPERS_KEPT = 1  # upper lines carried into the lower search beyond the ``count`` asked for
+SHORTLIST = 6  # candidates scored in the reverse direction (at least; 2 × count when more are asked)
 
 
 @dataclass
@@ -64,6 +67,8 @@ class CoupletWriter:
         self._masks: dict[str, VocabMasks] = {}
         vectors = getattr(lm, "embeddings", None)
         self.hengpi = HengpiChooser(lm.itos, vectors)
+        # the weights of freshness and relevance (set to 0 to measure what each one adds)
+        self.stock_cost, self.relevance_weight = rerank.STOCK_COST, rerank.RELEVANCE_WEIGHT
 
     def masks(self, track: str) -> VocabMasks:
         if track not in prosody.TRACKS:
@@ -110,12 +115,29 @@ class CoupletWriter:
         reserved = frozenset("".join(words))
         for strict in (True, False):
             specs = [
-                LineSpec(n, ZE, fixed=p.upper, forbidden=reserved, mirror=mirror_of_fixed(p.lower), strict=strict)
+                LineSpec(
+                    n,
+                    ZE,
+                    fixed=p.upper,
+                    forbidden=reserved,
+                    mirror=mirror_of_fixed(p.lower),
+                    strict=strict,
+                    zodiac=zodiac,
+                )
                 for p in places
             ]
             state, logp = yield Start([prompt] * len(places))
             res = yield from search_line(
-                vm, state, logp, list(range(len(places))), specs, UPPER_WIDTH, self.lm.sep_id, True, rng
+                vm,
+                state,
+                logp,
+                list(range(len(places))),
+                specs,
+                UPPER_WIDTH,
+                self.lm.sep_id,
+                True,
+                rng,
+                stock_cost=self.stock_cost,
             )
             uppers = []
             seen = set()
@@ -141,6 +163,7 @@ class CoupletWriter:
                     forbidden=reserved | set(text),
                     mirror=mirror_of(text),
                     strict=strict,
+                    zodiac=zodiac,
                 )
                 for _, text, _, p in uppers
             ]
@@ -154,14 +177,16 @@ class CoupletWriter:
                 self.lm.eos_id,
                 False,
                 rng,
+                stock_cost=self.stock_cost,
             )
-            found = self._finish(
+            found = yield from self._finish(
                 [(uppers[row.group][1], "".join(row.text), uppers[row.group][2] + row.score) for row in res2.rows],
                 tones,
                 count,
                 words,
                 zodiac,
                 rng,
+                spring=True,
             )
             if found:
                 return Result(found, "write")
@@ -178,26 +203,31 @@ class CoupletWriter:
         zodiac: str | None = None,
         direction: str = "auto",
         lenient: bool = False,
+        register: str = "auto",
     ) -> Search:
         """The other line of a couplet. ``direction``: auto (a line ending 平 is taken as a 下联
         and gets an upper line), upper (always write the lower) or lower (always write the upper).
-        ``lenient`` (evaluation on general couplets) accepts a given line with characters a 春联
-        avoids; the generated line still never contains one."""
+        A person's line may hold characters a 春联 avoids (绿竹别其三分景): it is theirs, so it is
+        accepted with a notice; the generated line never holds one. ``lenient`` (evaluation on
+        general couplets) drops the notice. ``register``: spring (春联), general (the line's own),
+        or auto (spring when the line speaks of spring: ``inputs.spring_register``)."""
         if direction not in ("auto", "upper", "lower"):
             raise CoupletError(
                 "bad_direction", "方向只能是 auto、upper 或 lower", "direction must be auto, upper or lower"
             )
-        text = inputs.line(upper, self.vocab, auspicious=not lenient)
+        text = inputs.line(upper, self.vocab, auspicious=False)
+        spring = inputs.spring_register(text, register)
         vm = self.masks(tones)
         t = prosody.line_tones(text, tones)
         # rules the given line alone can break are the person's choice, not ours to keep
-        given_rules = ("auspicious",) if lenient and set(text) & prosody.inauspicious() else ()
+        ill = sorted(set(text) & prosody.inauspicious())
+        given_rules = ("auspicious",) if ill else ()
         last = max(i for i, c in enumerate(text) if c not in PUNCT)
         reverse = direction == "lower" or (direction == "auto" and t[last] == PING)
         n = len(text)
         punct = {i: c for i, c in enumerate(text) if c in PUNCT}
         rng = np.random.default_rng(seed) if seed is not None else None
-        prompt = self.lm.encode_prompt("reverse" if reverse else "match", text)
+        prompt = self.lm.encode_prompt("reverse" if reverse else "match", text, spring)
         for strict in (True, False):
             spec = LineSpec(
                 n,
@@ -208,15 +238,18 @@ class CoupletWriter:
                 forbidden=frozenset(text),
                 mirror=mirror_of(text),
                 strict=strict,
+                zodiac=zodiac,
             )
             state, logp = yield Start([prompt])
             width = max(8, 3 * count)
-            res = yield from search_line(vm, state, logp, [0], [spec], width, self.lm.eos_id, False, rng)
+            res = yield from search_line(
+                vm, state, logp, [0], [spec], width, self.lm.eos_id, False, rng, stock_cost=self.stock_cost
+            )
             pairs = [
                 ("".join(r.text), text, r.score) if reverse else (text, "".join(r.text), r.score) for r in res.rows
             ]
             given_end = ("lower_ends_ping",) if reverse else ("upper_ends_ze",)
-            found = self._finish(
+            found = yield from self._finish(
                 pairs,
                 tones,
                 count,
@@ -225,31 +258,45 @@ class CoupletWriter:
                 rng,
                 vary="upper" if reverse else "lower",
                 ignore=(given_end if direction != "auto" else ()) + given_rules,
+                spring=spring,
             )
             if found:
-                notice = None
+                notices = []
                 if reverse and direction == "auto":
-                    notice = (
+                    notices.append(
                         f"「{text}」末字「{text[last]}」是平声，按仄起平收应是下联，已为它配上联。"
                         f" / The line ends on a level (平) tone, so it reads as a lower line; "
                         f"here is an upper line for it."
                     )
-                return Result(found, "reverse" if reverse else "match", notice)
+                if ill and not lenient:
+                    notices.append(
+                        f"「{'、'.join(ill)}」春联少用，这是您自己的句子，照录不改；配句中不用。"
+                        f" / {', '.join(ill)} is rarely written in a spring couplet; your line is kept as "
+                        f"typed, and the line written for it avoids it."
+                    )
+                return Result(found, "reverse" if reverse else "match", " ".join(notices) or None)
         raise CoupletError(
             "no_couplet", "没能对出合格的下联，请换一句再试", "no lower line passed every rule; try another line"
         )
 
     # ----------------------------------------------------------------------------------
-    def _finish(self, pairs, tones, count, words, zodiac, rng, vary: str = "both", ignore=()) -> list[Couplet]:
+    def _finish(
+        self, pairs, tones, count, words, zodiac, rng, vary: str = "both", ignore=(), spring: bool = True
+    ) -> Search:
         """Verify every candidate, rank, and keep ``count`` whose generated lines all differ.
 
-        Two passes: every candidate gets the hard rules and the tone-level soft rules; only the
-        best few also get the word-level ones (jieba), which cost the most.
+        Three passes: every candidate gets the hard rules (form and sense) and the tone-level
+        soft rules; a shortlist is scored in the reverse direction (one model call); the best few
+        also get the word-level rules (jieba), which cost the most.
         """
+        made = {"both": lambda u, l: u + l, "upper": lambda u, l: u, "lower": lambda u, l: l}[vary]
 
-        def score(upper, lower, lm_total, full):
+        def score(upper, lower, lm_total, full, relevance=0.0):
             rep = prosody.check(upper, lower, tones, self.vocab, words=full)
-            if not all(r.passed for r in rep.rules if r.hard and r.name not in ignore):
+            rep.rules += rerank.sense_rules(made(upper, lower), words, zodiac)
+            for r in rep.rules:  # what only the person's own line breaks is reported, not enforced
+                r.hard = r.hard and r.name not in ignore
+            if not rep.hard_ok:
                 return None
             if words and not all(c in upper + lower for c in "".join(words)):  # embedded or acrostic
                 return None
@@ -257,6 +304,7 @@ class CoupletWriter:
             lm_score = lm_total / chars
             rhythm = next((r.score for r in rep.rules if r.name == "rhythm_opposed"), 1.0)
             total = lm_score + SOFT_WEIGHT * rep.soft_score - RHYTHM_WEIGHT * (1.0 - rhythm)
+            total += self.relevance_weight * relevance + rerank.soft_adjustment(made(upper, lower), zodiac)
             return Couplet(upper, lower, "", rep, total, lm_score, words)
 
         def pick(cands, k):
@@ -272,11 +320,28 @@ class CoupletWriter:
 
         totals = {(u, l): s for u, l, s in pairs}
         first = [c for c in (score(u, l, s, False) for u, l, s in pairs) if c is not None]
-        shortlist = pick(first, 2 * count)
-        chosen = pick([score(c.upper, c.lower, totals[(c.upper, c.lower)], True) for c in shortlist], count)
+        shortlist = pick(first, max(SHORTLIST, 2 * count))
+        relevance = yield from self._relevance(shortlist, vary, spring)
+        rescored = [score(c.upper, c.lower, totals[(c.upper, c.lower)], True, r) for c, r in zip(shortlist, relevance)]
+        chosen = pick([c for c in rescored if c is not None], count)
         for c in chosen:
             c.horizontal = self.hengpi.choose(c.upper, c.lower, "".join(words), zodiac, rng)
         return chosen
+
+    def _relevance(self, cands: list[Couplet], vary: str, spring: bool) -> Search:
+        """Per-character log-prob of the written line(s) read the other way round: the upper line
+        given the lower (or, where the upper was written for a given lower, the lower given it).
+        A line that would fit any partner scores low here. Zero where the model has no reverse task."""
+        if not cands or not self.relevance_weight or not hasattr(self.lm, "pair_sequence"):
+            return [0.0] * len(cands)
+        jobs = [
+            self.lm.pair_sequence(c.upper, c.lower, False, spring)
+            if vary == "upper"
+            else self.lm.pair_sequence(c.lower, c.upper, True, spring)
+            for c in cands
+        ]
+        scores = yield Score([seq for seq, _ in jobs], [k for _, k in jobs])
+        return [float(s) / (len(seq) - k) for s, (seq, k) in zip(scores, jobs)]
 
 
 def mirror_of_fixed(fixed: dict[int, str]) -> dict[int, int]:

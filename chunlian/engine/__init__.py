@@ -141,16 +141,19 @@ class Engine:
         tones: str = "xin",
         script: str = "simplified",
         year: int | None = None,
+        register: str = "auto",
     ) -> Future:
-        """Start the other line for a given line; the future holds the answer dict (or the error)."""
+        """Start the other line for a given line; the future holds the answer dict (or the error).
+        A person's own line is accepted as typed (the answer's notice names characters a 春联 avoids)."""
         self._options(count, script)
-        text = inputs.line(upper, self.writer.vocab)
+        text = inputs.line(upper, self.writer.vocab, auspicious=False)
+        inputs.spring_register(text, register)
         y = self.year(year)
-        key = ("match", text, count, seed, tones, script, y.year)
+        key = ("match", text, count, seed, tones, script, y.year, register)
         return self._request(
             "match",
             key,
-            lambda: self.writer.match_search(text, count, seed, tones, y.zodiac),
+            lambda: self.writer.match_search(text, count, seed, tones, y.zodiac, register=register),
             y,
             script,
             {"seed": seed, "tones_track": tones},

@@ -22,7 +22,7 @@ import time
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 
-from chunlian.decoding.search import Start
+from chunlian.decoding.search import Score, Start, Step, call
 
 TRIM_AFTER_IDLE_S = 0.5
 
@@ -143,7 +143,14 @@ class Batcher:
 
     def _run(self, jobs: list[_Job]) -> None:
         starts = [j for j in jobs if isinstance(j.op, Start)]
-        steps = [j for j in jobs if not isinstance(j.op, Start)]
+        steps = [j for j in jobs if isinstance(j.op, Step)]
+        for chunk, rows in self._chunks([j for j in jobs if isinstance(j.op, Score)], lambda j: len(j.op.seqs)):
+            merged = Score([s for j in chunk for s in j.op.seqs], [k for j in chunk for k in j.op.starts])
+            out, r = call(self.lm, merged), 0
+            self.on_batch(rows, len(chunk))
+            for j in chunk:
+                self._advance(j, out[r : r + len(j.op.seqs)])
+                r += len(j.op.seqs)
         for chunk, rows in self._chunks(starts, lambda j: len(j.op.prompts)):
             outs = self.lm.start_many([j.op.prompts for j in chunk])
             self.on_batch(rows, len(chunk))

@@ -17,7 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
-from chunlian.model.tokenizer import EOS, PAD, SEP, Tokenizer
+from chunlian.model.tokenizer import BOS, EOS, PAD, SEP, Tokenizer
 
 
 class State(Protocol):
@@ -29,7 +29,7 @@ class LanguageModel(Protocol):
     sep_id: int
     eos_id: int
 
-    def encode_prompt(self, kind: str, text: str | list[str]) -> list[int]: ...
+    def encode_prompt(self, kind: str, text: str | list[str], spring: bool | None = None) -> list[int]: ...
 
     def start(self, prompts: list[list[int]]) -> tuple[State, np.ndarray]: ...
 
@@ -87,17 +87,42 @@ class OnnxLM:
             self._emb = np.load(self.dir / "embeddings.npy").astype(np.float32)
         return self._emb
 
-    def encode_prompt(self, kind: str, text) -> list[int]:
+    def encode_prompt(self, kind: str, text, spring: bool | None = None) -> list[int]:
+        """The prompt of one task; ``spring`` asks for the 春联 register (default: wish words and
+        heads do, a given line keeps its own register)."""
         tok = self.tok
         if kind == "keywords":
-            return tok.prefix_keywords(list(text))
+            return tok.prefix_keywords(list(text), spring is not False)
         if kind == "acrostic":
-            return tok.prefix_acrostic("".join(text))
+            return tok.prefix_acrostic("".join(text), spring is not False)
         if kind == "match":
-            return tok.prefix_match(text)
+            return tok.prefix_match(text, bool(spring))
         if kind == "reverse":
-            return tok.prefix_reverse(text)
-        return [tok.stoi["<bos>"]]
+            return tok.prefix_reverse(text, bool(spring))
+        return tok.register(spring is not False) + [BOS]
+
+    def pair_sequence(self, first: str, second: str, reverse: bool, spring: bool) -> tuple[list[int], int]:
+        """A whole couplet in the forward (upper→lower) or reverse layout, and where its scored
+        part (the second line and the end) starts: what relevance reranking scores."""
+        prompt = self.encode_prompt("reverse" if reverse else "match", first, spring)
+        return prompt + self.tok.encode(second) + [EOS], len(prompt)
+
+    def score(self, seqs: list[list[int]], starts: list[int]) -> np.ndarray:
+        """Sum of each sequence's token log-probabilities from ``starts[i]`` on (one model call)."""
+        B, T = len(seqs), max(len(s) for s in seqs)
+        ids = np.full((B, T), PAD, dtype=np.int64)
+        mask = np.zeros((B, T), dtype=np.float32)
+        for i, s in enumerate(seqs):
+            ids[i, : len(s)] = s
+            mask[i, : len(s)] = 1.0
+        pos = np.broadcast_to(np.arange(T, dtype=np.int64), (B, T)).copy()
+        past = np.zeros((self.n_layer, 2, B, self.n_head, 0, self.head_dim), dtype=np.float32)
+        logits, _ = self.session.run(None, {"input_ids": ids, "positions": pos, "key_mask": mask, "past": past})
+        logp = log_softmax(logits)
+        out = np.zeros(B)
+        for i, (s, k) in enumerate(zip(seqs, starts)):
+            out[i] = logp[i, np.arange(k - 1, len(s) - 1), s[k:]].sum()
+        return out
 
     def _run(self, ids, pos, mask, past):
         logits, present = self.session.run(None, {"input_ids": ids, "positions": pos, "key_mask": mask, "past": past})

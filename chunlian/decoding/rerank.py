@@ -1,0 +1,85 @@
+"""What a finished candidate is worth beyond its form: the right year, the sense of the wish words,
+freshness, and relevance in both directions.
+
+Form (等长, 平仄, 重字 …) is proved by ``prosody.check``; these rules catch what a reader objects to
+even in a well-formed couplet: 龙年 written for a 羊 year, 无事业 for a wish, the 千家乐 / 万户欢 that
+ends every machine couplet, and a lower line that would answer any upper line.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+
+from chunlian.calendar import wrong_year, zodiac_imagery
+from chunlian.prosody import Rule
+
+RELEVANCE_WEIGHT = 0.5  # per character of the reverse direction, beside the forward per-character score
+STOCK_COST = 1.5  # log-prob taken from a token that completes a stock span (during the search)
+GLOOM_COST = 1.0  # a negation that is not a set blessing (无疆, 不老)
+IMAGERY_BONUS = 0.15  # the year's own imagery (羊年: 吉羊, 三阳)
+
+
+def _lines(name: str) -> list[str]:
+    text = resources.files("chunlian").joinpath("data", name).read_text(encoding="utf-8")
+    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+@lru_cache(maxsize=1)
+def stock_spans() -> frozenset[str]:
+    """Three-character spans that mark a machine couplet (see scripts/stock_spans.py)."""
+    return frozenset(w for ln in _lines("stock_spans.txt") for w in ln.split() if len(w) == 3)
+
+
+@lru_cache(maxsize=1)
+def _negation() -> tuple[frozenset[str], frozenset[str]]:
+    first, *rest = _lines("negation.txt")
+    return frozenset(first), frozenset(w for ln in rest for w in ln.split())
+
+
+def negated(line: str, words: list[str]) -> list[str]:
+    """Wish words that a negation right before them turns into their opposite (无事业)."""
+    negators, blessings = _negation()
+    out = []
+    for w in words:
+        i = line.find(w)
+        while i >= 0:
+            if i and line[i - 1] in negators and line[i - 1 : i + 1] not in blessings:
+                out.append(line[i - 1] + w)
+            i = line.find(w, i + 1)
+    return out
+
+
+def gloom(line: str) -> list[str]:
+    """Negations that are not set blessings: 无事业, 不安 (soft: they may still be praise)."""
+    negators, blessings = _negation()
+    return [line[i : i + 2] for i, c in enumerate(line[:-1]) if c in negators and line[i : i + 2] not in blessings]
+
+
+def stock_in(text: str) -> list[str]:
+    spans = stock_spans()
+    return [text[i : i + 3] for i in range(len(text) - 2) if text[i : i + 3] in spans]
+
+
+def imagery(text: str, zodiac: str | None) -> bool:
+    return bool(zodiac) and any(w in text for w in zodiac_imagery().get(zodiac, ()))
+
+
+def sense_rules(generated: str, words: list[str], zodiac: str | None) -> list[Rule]:
+    """Hard rules on the lines chunlian wrote (never on a line a person gave)."""
+    rules = []
+    if zodiac:
+        own = generated
+        for w in words:  # a wish word is the person's own choice (羊 asked for in a 马 year)
+            own = own.replace(w, "＊" * len(w))
+        bad = wrong_year(own, zodiac)
+        rules.append(Rule("right_year", True, not bad, "生肖与年份相符" if not bad else f"生肖不对：{'、'.join(bad)}"))
+    neg = negated(generated, words)
+    rules.append(
+        Rule("wish_affirmed", True, not neg, "吉祥词未被否定" if not neg else f"吉祥词被否定：{'、'.join(neg)}")
+    )
+    return rules
+
+
+def soft_adjustment(generated: str, zodiac: str | None) -> float:
+    return IMAGERY_BONUS * imagery(generated, zodiac) - GLOOM_COST * len(gloom(generated))

@@ -1,0 +1,112 @@
+"""Sense beyond form: the right year, wish words never negated, a 横批 that sums up rather than
+repeats, a person's own line accepted, freshness across many wish words, and the register tag."""
+
+import pytest
+
+from chunlian.calendar import ANIMALS, previous_animal, spring_festival, wrong_year
+from chunlian.decoding import rerank
+from chunlian.evaluate import differs, repeated_spans
+
+YEARS = range(2025, 2033)
+
+
+@pytest.mark.parametrize("year", YEARS)
+def test_the_year_rule_knows_each_years_animal(year):
+    own = spring_festival(year).zodiac
+    old = previous_animal(own)
+    other = next(a for a in ANIMALS if a not in (own, old))
+    assert not wrong_year(f"{own}年大吉", own) and not wrong_year(f"喜迎{own}岁", own)
+    assert not wrong_year(f"辞{old}迎{own}", own)
+    assert wrong_year(f"{other}年兴旺", own) and wrong_year(f"{old}岁吉祥", own)
+    assert wrong_year(f"辞{own}迎{old}", own)  # seen off and welcomed the wrong way round
+    assert not wrong_year("龙腾虎跃迎新岁", own) and not wrong_year("金鸡报晓", own)  # idioms, not years
+
+
+@pytest.mark.parametrize("year", YEARS)
+def test_couplets_written_for_a_year_name_only_that_year(writer, year):
+    own = spring_festival(year).zodiac
+    for words in (["吉祥"], ["新春"], [own]):
+        for c in writer.write(words, count=2, zodiac=own).couplets:
+            assert not wrong_year(c.upper + "／" + c.lower, own), (year, c.upper, c.lower)
+            assert c.report.rule("right_year").passed
+
+
+def test_the_years_own_imagery_is_rewarded():
+    assert rerank.imagery("三阳开泰迎新岁", "羊") and not rerank.imagery("三阳开泰迎新岁", "马")
+    assert rerank.soft_adjustment("吉羊纳福", "羊") > rerank.soft_adjustment("吉星纳福", "羊")
+
+
+def test_a_negated_wish_word_is_refused_and_set_blessings_are_not():
+    assert rerank.negated("医者一生无事业", ["事业"]) == ["无事业"]
+    assert rerank.negated("医者仁心济世人", ["医者"]) == []
+    assert rerank.negated("福寿无疆春不老", ["福寿"]) == []
+    assert rerank.gloom("医者一生无事业") == ["无事"] and rerank.gloom("万寿无疆不老松") == []
+    rule = next(r for r in rerank.sense_rules("不如意中过一年", ["如意"], None) if r.name == "wish_affirmed")
+    assert rule.hard and not rule.passed
+
+
+MODERN = [["高铁"], ["快递"], ["外卖", "小哥"], ["医者"], ["护士"], ["程序员"], ["环卫"], ["教师"]]
+
+
+@pytest.mark.parametrize("words", MODERN)
+def test_modern_wish_words_get_a_blessing_not_a_negation(writer, words):
+    for c in writer.write(words, count=2, zodiac="羊").couplets:
+        assert not rerank.negated(c.upper + "／" + c.lower, words), (c.upper, c.lower)
+        assert c.report.rule("wish_affirmed").passed
+
+
+def test_the_hengpi_never_repeats_the_couplet(writer):
+    hp = writer.hengpi
+    for upper, lower in [
+        ("三阳开泰迎新岁", "五福临门贺吉年"),
+        ("吉祥如意财源广", "富贵平安福气多"),
+        ("万象更新春烂漫", "百花齐放景辉煌"),
+    ]:
+        h = hp.choose(upper, lower, "", "羊")
+        assert h not in upper and h not in lower and len(set(h) & set(upper + lower)) < 3, h
+    for words in (["吉祥"], ["如意"], ["平安"], ["万象"], ["三阳"], ["开泰"]):
+        for c in writer.write(words, count=3, zodiac="羊").couplets:
+            assert c.horizontal not in c.upper and c.horizontal not in c.lower
+
+
+def test_a_persons_own_upper_line_is_accepted_with_a_notice(engine):
+    ans = engine.match("绿竹别其三分景", count=1, year=2027)
+    assert ans["notice"] and "别" in ans["notice"]
+    assert "别" not in ans["lower"] and ans["couplets"][0]["checks"]["hard_ok"]
+
+
+def test_the_repetition_figure_counts_spans_across_couplets():
+    made = [("春风送暖千家乐", "喜气盈门万户欢")] * 4 + [("一帆风顺年年好", "万事如意步步高")]
+    spans = repeated_spans(made)
+    assert spans["千家乐"] == 4 and "年年好" not in spans
+    assert differs(("一二三四五", "六七八九十"), ("一二三四五", "六七八九十")) == 0.0
+    assert differs(("一二三四五", "六七八九十"), ("甲二三四五", "乙七八九十")) == 0.2
+
+
+def test_stock_spans_cost_the_search(writer):
+    """A stock span is only written where nothing fresher comes close: with the cost, fewer of the
+    deterministic couplets over many wish words hold one."""
+    groups = [["如意"], ["吉祥"], ["平安"], ["富贵"], ["新春"], ["幸福"], ["和谐"], ["丰收"], ["发财"], ["兴旺"]]
+
+    def stock_count():
+        return sum(
+            bool(rerank.stock_in(c.upper + "／" + c.lower))
+            for g in groups
+            for c in writer.write(g, count=1, zodiac="羊").couplets
+        )
+
+    with_cost = stock_count()
+    saved = writer.stock_cost
+    writer.stock_cost = 0.0
+    try:
+        without = stock_count()
+    finally:
+        writer.stock_cost = saved
+    assert with_cost <= without
+
+
+def test_the_spring_register_is_asked_for_where_wanted():
+    from chunlian.decoding.inputs import spring_register
+
+    assert spring_register("春回大地千山秀") and not spring_register("蜜月温馨弥宅院")
+    assert spring_register("蜜月温馨弥宅院", "spring") and not spring_register("春回大地千山秀", "general")
