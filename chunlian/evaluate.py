@@ -8,7 +8,10 @@ JSON keys (``chunlian eval --json``):
   exact_match, hard_pass_rate, rhythm_opposition_rate, repeat_rate, distinct2,
   upper_ends_ping_inputs, elapsed_s
 - keywords mode: n, failed, keyword_presence_rate, hard_pass_rate, rhythm_opposition_rate,
-  repeat_rate, distinct2, elapsed_s
+  repeat_rate, distinct2, stock_spans (the repetition figure: 3-character spans found in more than
+  3 of the couplets, with their counts), max_span_count, seed_differs_rate (a ``--seed 1`` couplet
+  differing from the deterministic one in at least half its characters), wrong_year, negated,
+  hengpi_repeats (a 横批 written inside a line), year, elapsed_s
 Rates are fractions in [0, 1]. hard_pass_rate, rhythm, repeat and distinct-2 are over the couplets
 returned (a returned couplet that broke a hard rule would count against it); failures are counted
 apart in ``failed``. Given lines may hold characters a 春联 avoids (lenient input); the generated
@@ -18,10 +21,12 @@ line never does.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from chunlian import prosody
+from chunlian import calendar, prosody
+from chunlian.decoding import rerank
 from chunlian.errors import CoupletError
 
 
@@ -76,7 +81,7 @@ def read_pairs(path: str | Path, limit: int | None = None) -> list[list[str]]:
     return rows
 
 
-def eval_pairs(engine, path, limit=None, tones="xin", out=None, progress=None) -> dict:
+def eval_pairs(engine, path, limit=None, tones="xin", out=None, progress=None, register="auto") -> dict:
     import sacrebleu
 
     t0 = time.time()
@@ -86,7 +91,7 @@ def eval_pairs(engine, path, limit=None, tones="xin", out=None, progress=None) -
     for i, row in enumerate(rows):
         upper, ref = row[0].strip(), row[1].strip()
         try:
-            res = engine.writer.match(upper, count=1, tones=tones, direction="upper", lenient=True)
+            res = engine.writer.match(upper, count=1, tones=tones, direction="upper", lenient=True, register=register)
             c = res.couplets[0]
             hyp, hp = c.lower, c.horizontal
             tally.add(c.upper, hyp, tones, ignore=("upper_ends_ze", "auspicious"))
@@ -126,19 +131,40 @@ def eval_pairs(engine, path, limit=None, tones="xin", out=None, progress=None) -
     )
 
 
-def eval_keywords(engine, path, limit=None, tones="xin", length=7, out=None, progress=None) -> dict:
+def repeated_spans(couplets: list[tuple[str, str]], most: int = 3) -> dict[str, int]:
+    """The repetition figure: 3-character spans found in more than ``most`` couplets, with counts."""
+    count: Counter = Counter()
+    for u, l in couplets:
+        count.update({t[i : i + 3] for t in (u, l) for i in range(len(t) - 2)})
+    return {s: n for s, n in count.most_common() if n > most}
+
+
+def differs(a: tuple[str, str], b: tuple[str, str]) -> float:
+    """Share of character positions at which two couplets differ."""
+    x, y = a[0] + a[1], b[0] + b[1]
+    return sum(p != q for p, q in zip(x, y)) / max(len(x), 1) if len(x) == len(y) else 1.0
+
+
+def eval_keywords(engine, path, limit=None, tones="xin", length=7, out=None, progress=None, year=None) -> dict:
     t0 = time.time()
     groups = [ln.split() for ln in Path(path).read_text(encoding="utf-8").splitlines() if ln.strip()]
     groups = groups[:limit] if limit else groups
+    y = calendar.spring_festival(year) if year else calendar.coming_year()
     tally = Tally()
-    present, lines = 0, []
+    present, lines, made, varied, slips = 0, [], [], 0, Counter()
     for i, words in enumerate(groups):
         tally.n += 1
         try:
-            c = engine.writer.write(words, length=length, count=1, tones=tones).couplets[0]
+            c = engine.writer.write(words, length=length, count=1, tones=tones, zodiac=y.zodiac).couplets[0]
             tally.add(c.upper, c.lower, tones)
             present += all(w in c.upper or w in c.lower for w in words)
+            made.append((c.upper, c.lower))
             lines.append(f"{' '.join(words)}\t{c.upper}\t{c.lower}\t{c.horizontal}")
+            slips["wrong_year"] += bool(calendar.wrong_year(c.upper + "／" + c.lower, y.zodiac))
+            slips["negated"] += bool(rerank.negated(c.upper + "／" + c.lower, words))
+            slips["hengpi_repeats"] += c.horizontal in c.upper or c.horizontal in c.lower
+            other = engine.writer.write(words, length=length, count=1, tones=tones, zodiac=y.zodiac, seed=1)
+            varied += differs((c.upper, c.lower), (other.couplets[0].upper, other.couplets[0].lower)) >= 0.5
         except CoupletError as e:
             tally.failed += 1
             lines.append(f"{' '.join(words)}\t\t\t\t{e.code}")
@@ -147,8 +173,15 @@ def eval_keywords(engine, path, limit=None, tones="xin", length=7, out=None, pro
     if out:
         Path(out).write_text("\n".join(lines) + "\n", encoding="utf-8")
     s = tally.summary()
+    spans = repeated_spans(made)
     return (
         {"n": s["n"], "failed": s["failed"], "keyword_presence_rate": round(present / max(tally.n, 1), 4)}
         | s
-        | {"elapsed_s": round(time.time() - t0, 2)}
+        | {
+            "stock_spans": spans,
+            "max_span_count": max(repeated_spans(made, 0).values(), default=0),
+            "seed_differs_rate": round(varied / max(len(made), 1), 4),
+        }
+        | dict(slips)
+        | {"year": y.label, "elapsed_s": round(time.time() - t0, 2)}
     )
