@@ -74,6 +74,7 @@ class Engine:
                 s.queue_size,
                 on_batch=self.metrics.on_batch,
             )
+            self.metrics.queue_capacity.set(s.max_concurrency + s.queue_size)
         self.ready = False
 
     def warm(self) -> float:

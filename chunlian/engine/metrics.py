@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.015, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -15,6 +18,8 @@ class Metrics:
         self.latency = Histogram(
             "chunlian_request_latency_seconds", "Request latency by mode", ["mode"], buckets=LATENCY_BUCKETS, registry=r
         )
+        for mode in ("write", "match", "reverse"):  # exported from the start: the first request counts in rates
+            self.latency.labels(mode)
         self.batch_rows = Histogram(
             "chunlian_model_batch_rows", "Rows in one model call", buckets=ROW_BUCKETS, registry=r
         )
@@ -26,6 +31,15 @@ class Metrics:
         self.cache_misses = Counter("chunlian_cache_misses", "Result-cache misses", registry=r)
         self.couplets = Counter("chunlian_couplets_generated", "Couplets returned (candidates included)", registry=r)
         self.rejected = Counter("chunlian_requests_rejected", "Requests refused", ["reason"], registry=r)
+        for reason in ("overloaded", "timeout"):
+            self.rejected.labels(reason)
+        self.queue_capacity = Gauge(
+            "chunlian_queue_capacity", "Requests admitted at most (max_concurrency + queue_size)", registry=r
+        )
+        self.memory_limit = Gauge(
+            "chunlian_memory_limit_bytes", "Memory this process may use (cgroup limit, else RAM)", registry=r
+        )
+        self.memory_limit.set(memory_limit())
         self.gpu_used = Gauge("chunlian_gpu_memory_used_bytes", "GPU memory in use (NVML)", ["gpu"], registry=r)
         self.gpu_total = Gauge("chunlian_gpu_memory_total_bytes", "GPU memory in all (NVML)", ["gpu"], registry=r)
         self._nvml = _nvml_handles()
@@ -42,6 +56,19 @@ class Metrics:
             self.gpu_used.labels(str(i)).set(info.used)
             self.gpu_total.labels(str(i)).set(info.total)
         return generate_latest(self.registry)
+
+
+def memory_limit() -> int:
+    """The container's memory limit (cgroup v2, then v1) or, without one, the machine's RAM."""
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            return min(int(text), ram)  # v1 writes a huge number for "no limit"
+    return ram
 
 
 def _nvml_handles() -> list:
