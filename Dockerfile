@@ -12,8 +12,8 @@ RUN python -m venv /opt/chunlian
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY chunlian ./chunlian
-# the default install: ONNX Runtime, no torch (the train/hf extras are never installed here)
-RUN /opt/chunlian/bin/pip install . \
+# the default install and the Redis client (CHUNLIAN_REDIS_URL): ONNX Runtime, no torch (no train/hf extras)
+RUN /opt/chunlian/bin/pip install ".[redis]" \
     && /opt/chunlian/bin/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('torch') is not None)"
 
 # --- runtime ------------------------------------------------------------------------------------------------

@@ -201,6 +201,7 @@ def cmd_serve(args) -> None:
         "request_timeout_s",
         "cache_size",
         "cache_ttl_s",
+        "redis_url",
         "threads",
         "kiosk_idle_s",
     ]
@@ -318,6 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--request-timeout-s", type=float, default=None)
     s.add_argument("--cache-size", type=int, default=None)
     s.add_argument("--cache-ttl-s", type=float, default=None)
+    s.add_argument("--redis-url", default=None, help="redis://host:port/db: a result cache shared by replicas")
     s.add_argument("--kiosk", action="store_true", help="kiosk page: fullscreen, touch-sized, resets after idle")
     s.add_argument("--kiosk-idle-s", type=float, default=None, help="kiosk: seconds untouched before reset (60)")
     s.set_defaults(func=cmd_serve)

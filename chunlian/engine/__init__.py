@@ -3,7 +3,8 @@
 Everything above it (CLI, HTTP server) speaks to this object only, so the JSON a user sees is the
 same from every door. With ``batching=True`` requests go through the dynamic batcher (one worker
 thread owns the model); deterministic requests — same normalised input, options and seed — are
-answered from an LRU cache with a TTL.
+answered from the result cache (``chunlian.engine.cache``: an in-process LRU with a TTL, or
+one Redis shared by every replica with ``redis_url``).
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ import time
 from concurrent.futures import Future
 from functools import lru_cache
 
-from cachetools import TTLCache
-
 from chunlian import calendar, prosody
 from chunlian.decoding import inputs
 from chunlian.decoding.search import drive
 from chunlian.decoding.writer import CoupletWriter, Result
 from chunlian.engine.batcher import Batcher, Overloaded
+from chunlian.engine.cache import make_cache
 from chunlian.engine.metrics import Metrics
 from chunlian.engine.settings import Settings
 from chunlian.errors import CoupletError
@@ -62,8 +62,7 @@ class Engine:
         self.lm = lm or load_model(s.backend, s.model_dir, s.precision, s.threads)
         self.writer = CoupletWriter(self.lm)
         self.metrics = Metrics()
-        self.cache = TTLCache(s.cache_size, s.cache_ttl_s) if s.cache_size else None
-        self._cache_lock = threading.Lock()
+        self.cache = make_cache(s)
         self.batcher = None
         if batching:
             self.batcher = Batcher(
@@ -245,8 +244,7 @@ class Engine:
         t = time.perf_counter()
         out: Future = Future()
         if self.cache is not None:
-            with self._cache_lock:
-                hit = self.cache.get(key)
+            hit = self.cache.get(key)
             if hit is not None:
                 self.metrics.cache_hits.inc()
                 ans = copy.deepcopy(hit) | {"cached": True, "elapsed_ms": _ms(t)}
@@ -258,8 +256,7 @@ class Engine:
         def finish(res: Result) -> dict:
             ans = self._answer(res, year, script, extra, t)
             if self.cache is not None:
-                with self._cache_lock:
-                    self.cache[key] = copy.deepcopy(ans)
+                self.cache.set(key, copy.deepcopy(ans))
             self.metrics.couplets.inc(len(ans["couplets"]))
             self.metrics.latency.labels(ans["mode"]).observe(time.perf_counter() - t)
             return ans

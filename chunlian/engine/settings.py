@@ -20,6 +20,9 @@ class Settings(BaseSettings):
     request_timeout_s: float = Field(10.0, gt=0, description="a request still running after this is dropped")
     cache_size: int = Field(4096, ge=0, description="LRU entries for deterministic requests; 0 disables")
     cache_ttl_s: float = Field(3600.0, gt=0)
+    redis_url: str | None = Field(
+        None, description="redis://host:port/db: one result cache shared by every replica (unset: in-process)"
+    )
     warm: bool = Field(True, description="warm every length and mode before /readyz turns ready")
     kiosk: bool = Field(False, description="page in kiosk mode: fullscreen, touch-sized, resets when idle")
     kiosk_idle_s: float = Field(60.0, gt=0, description="kiosk: close the doors after this long untouched")
