@@ -1,0 +1,1 @@
+"""Ways to run chunlian beyond one `chunlian serve` process (Ray Serve: ``chunlian.deploy.ray_serve``)."""
