@@ -100,7 +100,7 @@ def bench_engine(n: int, profile: bool) -> tuple[dict, str]:
     # time inside the model, counted around every call the searches make
     spent = {"model_s": 0.0, "calls": 0, "rows": 0}
     lm = eng.lm
-    for name in ("start", "step"):
+    for name in ("start", "step", "score"):
         inner = getattr(lm, name)
 
         def timed(*a, _inner=inner, _name=name):
@@ -108,7 +108,7 @@ def bench_engine(n: int, profile: bool) -> tuple[dict, str]:
             out = _inner(*a)
             spent["model_s"] += time.perf_counter() - t
             spent["calls"] += 1
-            spent["rows"] += len(a[0]) if _name == "start" else len(a[1])
+            spent["rows"] += len(a[1]) if _name == "step" else len(a[0])
             return out
 
         setattr(lm, name, timed)
@@ -120,7 +120,7 @@ def bench_engine(n: int, profile: bool) -> tuple[dict, str]:
         lat.append(time.perf_counter() - t)
     res = summary("chunlian engine, 1 request at a time (in process)", lat, time.perf_counter() - t0, n)
     res["split"] = {k: v / n for k, v in spent.items()} | {"total_s": sum(lat) / n}
-    for name in ("start", "step"):
+    for name in ("start", "step", "score"):
         delattr(lm, name)
     text = ""
     if profile:

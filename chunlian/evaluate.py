@@ -160,7 +160,7 @@ def eval_keywords(engine, path, limit=None, tones="xin", length=7, out=None, pro
             present += all(w in c.upper or w in c.lower for w in words)
             made.append((c.upper, c.lower))
             lines.append(f"{' '.join(words)}\t{c.upper}\t{c.lower}\t{c.horizontal}")
-            slips["wrong_year"] += bool(calendar.wrong_year(c.upper + "／" + c.lower, y.zodiac))
+            slips["wrong_year"] += bool(rerank.year_slips(c.upper + "／" + c.lower, words, y.zodiac))
             slips["negated"] += bool(rerank.negated(c.upper + "／" + c.lower, words))
             slips["hengpi_repeats"] += c.horizontal in c.upper or c.horizontal in c.lower
             other = engine.writer.write(words, length=length, count=1, tones=tones, zodiac=y.zodiac, seed=1)

@@ -1,14 +1,18 @@
 """HTTP API and page: one process, one warmed engine.
 
-The engine is loaded and warmed in the lifespan hook, so ``/readyz`` turns 200 only once the
-first user would wait for nothing; ``/healthz`` answers from the first moment. Every input the
-engine rejects comes back as 422 with the same bilingual message the CLI prints.
+``chunlian serve`` loads the model before it opens the port (a broken model refuses to start) and
+warms it in the lifespan hook, so ``/readyz`` turns 200 only once the first user would wait for
+nothing; ``/healthz`` answers from the first moment. Every input the engine rejects comes back as
+422 with the same bilingual message the CLI prints. On SIGTERM the requests in flight finish, new
+ones get 503 (``/readyz`` turns false) and the process exits 0.
 """
 
 from __future__ import annotations
 
 import asyncio
+import signal
 import threading
+import time
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -31,6 +35,10 @@ from chunlian.errors import CoupletError
 from chunlian.prosody import is_han
 
 MAX_BODY_BYTES = 4096
+# a body a little over the limit is still read (and dropped) before the 413, so the client reads the answer
+# instead of a connection reset; a larger one is answered at once and its connection closed
+DRAIN_BYTES = 64 * 1024
+DISCONNECT_POLL_S = 0.1  # how often a waiting request looks whether its client is still there
 MAX_RENDERS = 2  # PNGs drawn at once; more are answered 503 at once
 # the page loads nothing from elsewhere and runs no inline script: an echoed input could never execute
 CSP = (
@@ -92,6 +100,9 @@ BAD_HORIZONTAL = CoupletError("bad_horizontal", "横批须为二到六个汉字"
 NOT_JSON = CoupletError("bad_request", "请求体不是有效的JSON", "the request body is not valid JSON")
 NOT_READY = CoupletError("not_ready", "模型还在预热，请稍候", "the model is still warming up")
 INTERNAL = CoupletError("internal", "服务出错了，请稍后再试", "internal server error")
+TOO_LARGE = CoupletError("too_large", f"请求太大（上限{MAX_BODY_BYTES}字节）", "request body too large")
+SLOW_BODY = CoupletError("slow_body", "请求体传得太慢", "the request body did not arrive in time")
+SHUTTING_DOWN = CoupletError("shutting_down", "服务正在关闭，请稍后再试", "the server is shutting down; try again")
 
 
 class Unavailable(Exception):
@@ -137,6 +148,8 @@ def _errors(invalid: str | None = None, busy: str | None = None) -> dict:
 
 def _explain(error: dict) -> CoupletError | None:
     """The engine's own bilingual reason for one refused field, where it has one."""
+    if error.get("type") == "json_invalid":
+        return NOT_JSON
     reason = (error.get("ctx") or {}).get("error")
     if isinstance(reason, CoupletError):
         return reason
@@ -174,7 +187,7 @@ IMAGE_422 = (
 )
 BUSY_503 = (
     "too many requests queued (code overloaded), one that ran past request_timeout_s (code timeout), "
-    "or the model still warming up (code not_ready)"
+    "the model still warming up (code not_ready), or the server shutting down (code shutting_down)"
 )
 METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus text exposition format 0.0.4
 
@@ -219,6 +232,11 @@ class CoupletRequest(BaseModel):
     script: Literal["simplified", "traditional"] = "simplified"
     year: Annotated[int | None, Integral] = Field(None, ge=calendar.MIN_YEAR, le=calendar.MAX_YEAR)
     layout: Layout = Field("traditional", description=LAYOUT_DOC + " (echoed in the answer for the page and PNG)")
+    register: Literal["auto", "spring", "general"] = Field(
+        "auto",
+        description="for ``upper``: answer as a 春联 (spring), in the line's own register (general), or spring "
+        "only when the line speaks of spring (auto)",
+    )
 
     @model_validator(mode="after")
     def _one_input(self):
@@ -262,17 +280,9 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
 
     app = FastAPI(title="chunlian 春联", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
 
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next):
-        size = request.headers.get("content-length")
-        if size and (not size.isdigit() or int(size) > MAX_BODY_BYTES):
-            err = CoupletError("too_large", f"请求太大（上限{MAX_BODY_BYTES}字节）", "request body too large")
-            return JSONResponse({"detail": err.to_dict()}, 413)
-        response = await call_next(request)
-        response.headers["Content-Security-Policy"] = DOCS_CSP if request.url.path == "/docs" else CSP
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Referrer-Policy"] = "no-referrer"
-        return response
+    state["inflight"], state["draining"] = 0, False
+    app.state.serving = state  # serve() drains through it on SIGTERM
+    app.add_middleware(Guard, state=state, body_timeout_s=settings.body_timeout_s)
 
     @app.exception_handler(CoupletError)
     async def couplet_error(_: Request, exc: CoupletError):
@@ -292,8 +302,10 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
         return JSONResponse({"detail": NOT_READY.to_dict()}, status_code=503, headers={"Retry-After": "1"})
 
     @app.exception_handler(Exception)
-    async def internal(_: Request, exc: Exception):  # a bug: still the documented body (and the traceback logged)
-        return JSONResponse({"detail": INTERNAL.to_dict()}, status_code=500)
+    async def internal(request: Request, exc: Exception):  # a bug: still the documented body (traceback logged)
+        # answered from outside every middleware, so it brings its own security headers
+        headers = _security_headers(request.url.path)
+        return JSONResponse({"detail": INTERNAL.to_dict()}, status_code=500, headers=headers)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException):
@@ -311,7 +323,7 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
         return JSONResponse({"detail": err.to_dict()}, status_code=422)
 
     def _engine() -> Engine:
-        if not state["ready"]:
+        if not state["ready"] or not state["engine"].alive():
             raise Unavailable()
         return state["engine"]
 
@@ -331,28 +343,40 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
         response_model=None,
         responses=_errors() | {200: {"model": Ready}, 503: {"model": Ready, "description": "still warming up"}},
     )
-    def readyz():
-        if not state["ready"]:
+    def readyz():  # ready: warmed, the batch worker alive, not shutting down
+        if not state["ready"] or not state["engine"].alive() or state["draining"]:
             return JSONResponse({"ready": False}, status_code=503)
         return {"ready": True}
 
-    async def _await(fut: Future, eng: Engine) -> dict:
-        try:
-            return await asyncio.wait_for(asyncio.wrap_future(fut), eng.settings.request_timeout_s)
-        except asyncio.TimeoutError:
-            fut.cancel()
-            raise TimeoutError from None
+    async def _await(fut: Future, eng: Engine, request: Request) -> dict | None:
+        """The answer, or None once the client has gone: its slot is freed at once, not at the timeout."""
+        waiter = asyncio.wrap_future(fut)
+        deadline = time.monotonic() + eng.settings.request_timeout_s
+        while (left := deadline - time.monotonic()) > 0:
+            done, _ = await asyncio.wait({waiter}, timeout=min(DISCONNECT_POLL_S, left))
+            if done:
+                return waiter.result()
+            if await request.is_disconnected():
+                fut.cancel()
+                return None
+        fut.cancel()
+        raise TimeoutError
 
     @app.post("/api/v1/couplets", responses=_errors(COUPLETS_422, BUSY_503))
-    async def couplets(req: CoupletRequest):
+    async def couplets(req: CoupletRequest, request: Request):
         eng = _engine()
         if req.keywords is not None:
             fut = eng.submit_write(
                 req.keywords, req.length, req.placement, req.count, req.seed, req.tones, req.script, req.year
             )
         else:
-            fut = eng.submit_match(req.upper, req.count, req.seed, req.tones, req.script, req.year)
-        return await _await(fut, eng) | {"layout": req.layout}
+            fut = eng.submit_match(
+                req.upper, req.count, req.seed, req.tones, req.script, req.year, register=req.register
+            )
+        ans = await _await(fut, eng, request)
+        if ans is None:  # nobody to answer (nginx's 499: client closed request)
+            return Response(status_code=499)
+        return ans | {"layout": req.layout}
 
     @app.get(
         "/metrics",
@@ -364,11 +388,17 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
         eng = state["engine"]
         return Response(eng.metrics.render() if eng else b"", media_type=METRICS_TYPE)
 
-    @app.post("/api/v1/check", responses=_errors(CHECK_422, "the model is still warming up (code not_ready)"))
+    @app.post(
+        "/api/v1/check",
+        responses=_errors(CHECK_422, "the model still warming up (code not_ready) or shutting down (shutting_down)"),
+    )
     def check(req: CheckRequest):
         return check_couplet(req.upper, req.lower, req.tones, _engine().writer.vocab)
 
-    @app.get("/api/v1/year", responses=_errors("a year outside the calendar (code bad_request)"))
+    @app.get(
+        "/api/v1/year",
+        responses=_errors("a year outside the calendar (code bad_request)", "shutting down (code shutting_down)"),
+    )
     def year(
         year: int | None = Query(
             None, ge=calendar.MIN_YEAR, le=calendar.MAX_YEAR, description="Gregorian year (default: the coming one)"
@@ -379,7 +409,7 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
     @app.get(
         "/api/v1/couplets/image.png",
         response_class=Response,
-        responses=_errors(IMAGE_422, "two PNGs are being drawn already (code overloaded)")
+        responses=_errors(IMAGE_422, "two PNGs are being drawn already (code overloaded), or shutting down")
         | {
             200: {
                 "description": "the PNG",
@@ -440,9 +470,112 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
     return app
 
 
+def _security_headers(path: str) -> dict[str, str]:
+    return {
+        "Content-Security-Policy": DOCS_CSP if path == "/docs" else CSP,
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+    }
+
+
+class Guard:
+    """The app's own outer middleware (plain ASGI, so no response slips past it):
+
+    - every response carries the CSP and nosniff headers, refusals (404, 405, 413, 422, 503) included;
+    - a body over MAX_BODY_BYTES, declared or streamed (chunked), is answered 413 and one not received
+      within ``body_timeout_s`` 408, before any route (or the batch worker) sees the request;
+    - while the server drains for SIGTERM, new requests get 503 (``/healthz``, ``/readyz`` and ``/metrics``
+      still answer); the requests let in are counted in ``state["inflight"]``.
+    """
+
+    OPEN_WHILE_DRAINING = ("/healthz", "/readyz", "/metrics")
+
+    def __init__(self, app, state: dict, body_timeout_s: float):
+        self.app, self.state, self.body_timeout_s = app, state, body_timeout_s
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        extra = [(k.lower().encode(), v.encode()) for k, v in _security_headers(scope["path"]).items()]
+
+        async def secured(message):
+            if message["type"] == "http.response.start":
+                kept = [h for h in message.get("headers", []) if h[0].lower() not in {k for k, _ in extra}]
+                message = message | {"headers": kept + extra}
+            await send(message)
+
+        async def refuse(err: CoupletError, status: int, **headers):
+            headers = {"Connection": "close"} | {k.replace("_", "-"): v for k, v in headers.items()}
+            await JSONResponse({"detail": err.to_dict()}, status, headers=headers)(scope, receive, secured)
+
+        if self.state["draining"] and scope["path"] not in self.OPEN_WHILE_DRAINING:
+            return await refuse(SHUTTING_DOWN, 503, Retry_After="1")
+        size = dict(scope["headers"]).get(b"content-length")
+        if size is not None and (not size.isdigit() or int(size) > DRAIN_BYTES):
+            return await refuse(TOO_LARGE, 413)
+        body, seen, more, deadline = b"", 0, True, time.monotonic() + self.body_timeout_s
+        while more:  # the whole (small) body first: a slow or endless sender never reaches a route
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
+            except asyncio.TimeoutError:
+                return await refuse(SLOW_BODY, 408)
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            body = body + chunk if seen <= MAX_BODY_BYTES else b""
+            more = message.get("more_body", False)
+            if seen > DRAIN_BYTES:
+                return await refuse(TOO_LARGE, 413)
+        if seen > MAX_BODY_BYTES:
+            return await refuse(TOO_LARGE, 413)
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if replayed:
+                return await receive()  # from here on: the client's disconnect
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        self.state["inflight"] += 1
+        try:
+            await self.app(scope, replay, secured)
+        finally:
+            self.state["inflight"] -= 1
+
+
 def serve(host: str = "127.0.0.1", port: int = 8000, settings: Settings | None = None) -> None:
+    """Serve until SIGTERM (drain, then exit 0) or Ctrl+C. The model is loaded before the port opens, so a
+    broken one raises CoupletError here: the CLI prints its one line and exits non-zero."""
     import uvicorn
 
     settings = settings or Settings()
     print(f"chunlian settings: {settings.describe()}", flush=True)
-    uvicorn.run(create_app(settings=settings), host=host, port=port, log_level="info")
+    engine = Engine(settings=settings, batching=True)
+    app = create_app(engine)
+    grace_s = settings.request_timeout_s + 5  # no request runs longer than request_timeout_s
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame):
+            if sig != signal.SIGTERM or app.state.serving["draining"]:
+                return super().handle_exit(sig, frame)  # Ctrl+C, or SIGTERM again: uvicorn's own way
+            app.state.serving["draining"] = True
+            threading.Thread(target=self._drain, name="chunlian-drain", daemon=True).start()
+
+        def _drain(self):
+            state, t = app.state.serving, time.monotonic()
+            print(f"chunlian: SIGTERM, finishing {state['inflight']} request(s) in flight", flush=True)
+            while state["inflight"] and time.monotonic() - t < grace_s:
+                time.sleep(0.02)
+            self.should_exit = True  # uvicorn closes the port and exits 0 (no signal re-raised)
+
+    # keep-alive: idle connections stay open 30 s (uvicorn: 5), so a client or proxy that reuses a connection
+    # after a pause does not race the server closing it (keep a proxy's own idle timeout below this)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="info", timeout_graceful_shutdown=grace_s, timeout_keep_alive=30
+    )
+    try:
+        Server(config).run()
+    finally:
+        engine.close()

@@ -2,8 +2,11 @@
 
     python scripts/model_card.py --data ../shared/data --ckpt runs/main/ckpt.pt --limit 1000
 
-Everything in the card is measured by this script in one run: dev-split metrics, keyword metrics,
-sample couplets, model size; training figures come from the checkpoint the weights were exported from.
+Everything in the card is measured by this script in one run: dev loss, dev-split metrics (with and
+without relevance reranking), keyword metrics on both keyword sets, sample couplets, model size;
+training figures come from the checkpoint the weights were exported from. Two parts are read, not
+measured here: the blind read (docs/blind_read.json, written by scripts/blind_read.py) and the
+history of earlier measurements (docs/MODEL_HISTORY.md, each figure with its command).
 """
 
 from __future__ import annotations
@@ -33,6 +36,25 @@ SAMPLE_KEYWORDS = [
     ["鹏程"],
 ]
 ACROSTIC = [["如意"], ["吉祥"], ["平安"], ["春福"], ["国泰"]]
+MODERN_SAMPLES = [
+    ["高铁"],
+    ["快递"],
+    ["外卖", "小哥"],
+    ["程序员"],
+    ["医者"],
+    ["护士"],
+    ["航天"],
+    ["电商"],
+    ["环卫"],
+    ["教师"],
+]
+SETS = {
+    "couplets (wb14123 + Couplet-Machine + 春联)": (
+        ["couplets_train.tsv", "couplets_extra.tsv", "chunlian_pairs.tsv"],
+        "auto",
+    ),
+    "春联 only": (["chunlian_pairs.tsv"], "spring"),
+}
 
 
 def dev_file(data: str, sources: list[str], limit: int, path: Path) -> int:
@@ -49,7 +71,71 @@ def training_facts(ckpt: str | None) -> dict:
     import torch
 
     s = torch.load(ckpt, map_location="cpu", weights_only=False)
-    return {"steps": s["step"], "minutes": round(s["elapsed"] / 60, 1), "tokens": s["tokens"], "config": s["config"]}
+    base = s.get("base") or {}
+    return {
+        "steps": s["step"],
+        "minutes": round(s["elapsed"] / 60, 1),
+        "tokens": s["tokens"],
+        "config": s["config"],
+        "init_from": base.get("init_from"),
+    }
+
+
+def dev_losses(data: str, model_dir: Path) -> dict:
+    """Per-character cross-entropy of the shipped model on the dev split (scripts/dev_loss.py)."""
+    try:
+        from chunlian.model.export import load_exported
+        from chunlian.model.train import dev_loss
+    except ImportError:
+        return {}
+    model, tok = load_exported(model_dir)
+    pairs = read_pairs(data, "dev")
+    spring = [p for p in pairs if p.source == "chunlian_pairs.tsv"]
+    return {"all": dev_loss(model, tok, pairs), "春联": dev_loss(model, tok, spring), "pairs": len(pairs)}
+
+
+def dev_metrics(eng, data: str, limit: int, tmp: Path) -> dict:
+    """Each dev set with the shipped reranking, and again without relevance (its measured effect)."""
+    results = {}
+    for name, (srcs, register) in SETS.items():
+        f = tmp / f"dev{len(results)}.tsv"
+        total = dev_file(data, srcs, limit, f)
+        r = evaluate.eval_pairs(eng, f, out=tmp / f"out{len(results)}.tsv", register=register)
+        weight, eng.writer.relevance_weight = eng.writer.relevance_weight, 0.0
+        try:
+            plain = evaluate.eval_pairs(eng, f, register=register)
+        finally:
+            eng.writer.relevance_weight = weight
+        results[name] = r | {"dev_pairs_total": total, "register": register, "bleu4_no_relevance": plain["bleu4"]}
+    return results
+
+
+def keyword_metrics(eng) -> dict:
+    out = {}
+    for f in ("keywords.txt", "keywords_modern.txt"):
+        out[f] = evaluate.eval_keywords(eng, ROOT / "docs" / f)
+    weight, eng.writer.relevance_weight = eng.writer.relevance_weight, 0.0
+    try:
+        out["keywords.txt, no relevance"] = evaluate.eval_keywords(eng, ROOT / "docs" / "keywords.txt")
+    finally:
+        eng.writer.relevance_weight = weight
+    return out
+
+
+def sample_couplets(eng) -> list[tuple[str, dict]]:
+    samples = [("write " + " ".join(ws), eng.write(ws, count=1)) for ws in SAMPLE_KEYWORDS + MODERN_SAMPLES]
+    for ws in ACROSTIC:
+        samples.append(("write --placement acrostic " + " ".join(ws), eng.write(ws, placement="acrostic", count=1)))
+    for upper in [
+        "春回大地千山秀",
+        "瑞雪兆丰年",
+        "一帆风顺年年好",
+        "莺歌燕舞，山河壮丽千秋秀",
+        "金鸡报晓",
+        "蜜月温馨弥宅院",
+    ]:
+        samples.append(("match " + upper, eng.match(upper, count=1)))
+    return samples
 
 
 def main() -> None:
@@ -61,122 +147,170 @@ def main() -> None:
     args = ap.parse_args()
 
     eng = Engine()
-    tmp = Path(tempfile.mkdtemp())
-    results = {}
-    sets = {
-        "couplets (wb14123 + Couplet-Machine + 春联)": [
-            "couplets_train.tsv",
-            "couplets_extra.tsv",
-            "chunlian_pairs.tsv",
-        ],
-        "春联 only": ["chunlian_pairs.tsv"],
+    m = {
+        "loss": dev_losses(args.data, eng.lm.dir),
+        "dev": dev_metrics(eng, args.data, args.limit, Path(tempfile.mkdtemp())),
+        "keywords": keyword_metrics(eng),
+        "samples": sample_couplets(eng),
     }
-    for name, srcs in sets.items():
-        f = tmp / f"dev{len(results)}.tsv"
-        total = dev_file(args.data, srcs, args.limit, f)
-        results[name] = evaluate.eval_pairs(eng, f, out=tmp / f"out{len(results)}.tsv") | {"dev_pairs_total": total}
-    kw = evaluate.eval_keywords(eng, ROOT / "docs" / "keywords.txt")
-    samples = []
-    for ws in SAMPLE_KEYWORDS:
-        c = eng.write(ws, count=1)
-        samples.append(("write " + " ".join(ws), c))
-    for ws in ACROSTIC:
-        c = eng.write(ws, placement="acrostic", count=1)
-        samples.append(("write --placement acrostic " + " ".join(ws), c))
-    for upper in ["春回大地千山秀", "瑞雪兆丰年", "一帆风顺年年好", "莺歌燕舞，山河壮丽千秋秀", "金鸡报晓"]:
-        samples.append(("match " + upper, eng.match(upper, count=1)))
     info = json.loads((eng.lm.dir / "config.json").read_text(encoding="utf-8"))
     facts = training_facts(args.ckpt) or info.get("training", {})
     sizes = {p.name: p.stat().st_size for p in sorted(eng.lm.dir.iterdir())}
     params = facts.get("config") or info["config"]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-
     lines = ["# Model card: chunlian couplet GPT", ""]
     lines += [
-        "Written by `python scripts/model_card.py --data ../shared/data --ckpt runs/main/ckpt.pt "
+        f"Written by `python scripts/model_card.py --data ../shared/data --ckpt {args.ckpt} "
         f"--limit {args.limit}` at commit {commit} on {platform.machine()} / {platform.python_version()}; "
-        "every figure below comes from that one run.",
+        "every figure below comes from that one run unless it says otherwise.",
         "",
     ]
-    lines += [
+    lines += model_section(params, sizes) + data_section() + training_section(facts)
+    lines += dev_section(m["loss"], m["dev"]) + keyword_section(m["keywords"]) + blind_section()
+    lines += samples_section(m["samples"]) + history_section() + limits_section()
+    Path(args.out).write_text("\n".join(lines), encoding="utf-8")
+    print(json.dumps({k: v for k, v in m.items() if k != "samples"}, ensure_ascii=False, indent=2))
+
+
+def model_section(params: dict, sizes: dict) -> list[str]:
+    lines = [
         "## Model",
         "",
         f"- Decoder-only character transformer (nanoGPT-style, `chunlian/model/network.py`): "
         f"{params['n_layer']} layers, {params['n_head']} heads, width {params['n_embd']}, context "
-        f"{params['block_size']}, vocabulary {params['vocab_size']} (characters seen ≥ 3 times + 9 specials), "
-        "tied input/output embedding.",
+        f"{params['block_size']}, vocabulary {params['vocab_size']} (characters seen ≥ 3 times, 9 specials and "
+        "the register tag), tied input/output embedding.",
         "- Task prefixes in one sequence: `<bos> 上联 <sep> 下联 <eos>` (free couplet / 对对子), "
-        "`<kw> 词 <sp> 词 <bos> …` (wish words), `<acr> 头字 <bos> …` (藏头), `<rev> 下联 <sep> 上联 <eos>` (reverse).",
+        "`<kw> 词 <sp> 词 <bos> …` (wish words), `<acr> 头字 <bos> …` (藏头), `<rev> 下联 <sep> 上联 <eos>` (reverse). "
+        "A leading `<chun>` asks for the spring register: the 春联 book's pairs carry it in training; wish words "
+        "and 藏头 ask for it, a given line only when it speaks of spring (`--register`).",
         "- Served as ONNX with a KV cache (`past` in, `present` out) under ONNX Runtime; fp32 by default, an "
         "int8 dynamically quantised copy beside it (docs/PRECISION.md).",
+        "- Ranking (`chunlian/decoding/rerank.py`): forward log-prob per character, plus "
+        "the reverse direction's (relevance), soft rules, stock spans costing the search, the year's imagery.",
         "",
         "| file | bytes |",
         "| --- | --- |",
     ]
     lines += [f"| `chunlian/weights/{k}` | {v:,} |" for k, v in sizes.items()]
-    lines += [f"| total | {sum(sizes.values()):,} |", ""]
-    lines += [
+    return lines + [f"| total | {sum(sizes.values()):,} |", ""]
+
+
+def data_section() -> list[str]:
+    return [
         "## Data",
         "",
         "All couplet files of `../shared/data` (see its SOURCES.md), pairs of equal length with matching "
         "punctuation, ≤ 24 characters a line. Per-epoch sampling weights: "
         + ", ".join(f"{k} ×{v}" for k, v in SOURCES.items())
-        + ". "
-        "Dev split: md5 of `upper\\tlower` mod 100 < 2, never trained on (`chunlian devset`).",
+        + ". Dev split: md5 of `upper\\tlower` mod 100 < 2, never trained on (`chunlian devset`).",
         "",
     ]
-    if facts:
+
+
+def training_section(facts: dict) -> list[str]:
+    if not facts:
+        return []
+    start = f"continued from `{facts['init_from']}` (fresh AdamW), " if facts.get("init_from") else ""
+    return [
+        "## Training",
+        "",
+        f"{start}{facts['steps']:,} steps of 128 sequences, {facts['tokens']:,} target tokens, "
+        f"{facts['minutes']} minutes on this 2-core CPU (torch 2.13.0, 2 threads); cosine over the time budget "
+        "after a linear warm-up; checkpoints every few minutes (`--resume` continues one). The command is in "
+        "docs/MODEL_HISTORY.md.",
+        "",
+    ]
+
+
+def dev_section(loss: dict, dev: dict) -> list[str]:
+    lines = ["## Dev-split metrics", ""]
+    if loss:
         lines += [
-            "## Training",
-            "",
-            f"`chunlian train --data ../shared/data --minutes 100` on this 2-core CPU (torch 2.13.0, 2 threads): "
-            f"{facts['steps']:,} steps of 128 sequences, {facts['tokens']:,} target tokens, "
-            f"{facts['minutes']} minutes. AdamW, peak LR 1.5e-3, cosine over the time budget; checkpoints every "
-            "3 minutes (`--resume` continues one).",
+            f"Dev loss (per-character cross-entropy, nats, all {loss['pairs']:,} dev pairs in the training "
+            f"layouts, `python scripts/dev_loss.py chunlian/weights`): {loss['all']:.4f}; 春联 pairs "
+            f"{loss['春联']:.4f}.",
             "",
         ]
     lines += [
-        "## Dev-split metrics",
-        "",
         "Lower line generated deterministically (beam search, masks on) for each dev upper line; BLEU-4 is "
         "sacrebleu with character tokens against the one reference lower line. Skipped: dev lines outside the "
         "product's input limits (under 4 characters). No result: a character outside the vocabulary, or no "
-        "candidate passed every hard rule. Hard pass, rhythm, 重字 and distinct-2 are over the couplets returned; "
-        "hard pass counts every rule the generated line controls (the given upper's own end tone and characters "
-        "are the person's).",
+        "candidate passed every hard rule. Hard pass, rhythm, 重字 and distinct-2 are over the couplets returned. "
+        "'no relevance': the same run with the reverse-direction score switched off.",
         "",
-        "| set | n (of dev total) | skipped | no result | BLEU-4 (all n) | BLEU-4 (answered) | exact | hard pass "
+        "| set | register | n (of dev total) | skipped | no result | BLEU-4 | BLEU-4 no relevance | exact | hard pass "
         "| rhythm opposed | 重字 | distinct-2 |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for name, r in results.items():
+    for name, r in dev.items():
         lines.append(
-            f"| {name} | {r['n']} ({r['dev_pairs_total']}) | {r['skipped']} | {r['failed']} | {r['bleu4']} | "
-            f"{r['bleu4_answered']} | {r['exact_match']:.2%} | {r['hard_pass_rate']:.2%} | "
+            f"| {name} | {r['register']} | {r['n']} ({r['dev_pairs_total']}) | {r['skipped']} | {r['failed']} | "
+            f"{r['bleu4']} | {r['bleu4_no_relevance']} | {r['exact_match']:.2%} | {r['hard_pass_rate']:.2%} | "
             f"{r['rhythm_opposition_rate']:.2%} | {r['repeat_rate']:.2%} | {r['distinct2']:.3f} |"
         )
-    lines += [
+    return lines + [""]
+
+
+def keyword_section(kw: dict) -> list[str]:
+    lines = [
+        "## Wish words",
         "",
-        f"Keyword groups (`chunlian eval --keywords docs/keywords.txt`, {kw['n']} groups, 7 characters): "
-        f"keyword presence {kw['keyword_presence_rate']:.2%}, hard pass {kw['hard_pass_rate']:.2%}, "
-        f"rhythm opposition {kw['rhythm_opposition_rate']:.2%}, 重字 {kw['repeat_rate']:.2%}, "
-        f"no result {kw['failed']}.",
+        f"`chunlian eval --keywords FILE` (7 characters, for {next(iter(kw.values()))['year']}). Repetition: "
+        "3-character spans found in more than 3 of the set's deterministic couplets (the goal is none); "
+        "variety: a `--seed 1` couplet differing from the deterministic one in at least half its characters.",
+        "",
+        "| set | groups | no result | presence | hard pass | rhythm | spans in >3 | most repeated span | "
+        "seed differs | wrong year | negated | 横批 repeats |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, k in kw.items():
+        spans = ", ".join(f"{s} ×{n}" for s, n in list(k["stock_spans"].items())[:6]) or "none"
+        lines.append(
+            f"| {name} | {k['n']} | {k['failed']} | {k['keyword_presence_rate']:.2%} | {k['hard_pass_rate']:.2%} | "
+            f"{k['rhythm_opposition_rate']:.2%} | {spans} | {k['max_span_count']} | {k['seed_differs_rate']:.2%} | "
+            f"{k.get('wrong_year', 0)} | {k.get('negated', 0)} | {k.get('hengpi_repeats', 0)} |"
+        )
+    return lines + [""]
+
+
+def blind_section() -> list[str]:
+    f = ROOT / "docs" / "blind_read.json"
+    if not f.exists():
+        return []
+    r = json.loads(f.read_text(encoding="utf-8"))
+    return [
+        "## Blind read",
+        "",
+        f"{r['items']} couplets, chunlian's shuffled among real ones from the dev split, read by a literate "
+        f"reader who knew neither the key nor the source (`{r['command']}`, at commit {r['commit']}): machine "
+        f"told apart {r['accuracy']:.0%} of the time (chance 50%); mean score {r['mean_score_machine']} for "
+        f"chunlian, {r['mean_score_person']} for the real ones (1–5).",
         "",
     ]
-    lines += ["## Samples", "", "| command | 上联 | 下联 | 横批 |", "| --- | --- | --- | --- |"]
-    lines += [f"| `chunlian {cmd}` | {c['upper']} | {c['lower']} | {c['horizontal']} |" for cmd, c in samples]
-    lines += [
-        "",
+
+
+def samples_section(samples) -> list[str]:
+    lines = ["## Samples", "", "| command | 上联 | 下联 | 横批 |", "| --- | --- | --- | --- |"]
+    return lines + [f"| `chunlian {cmd}` | {c['upper']} | {c['lower']} | {c['horizontal']} |" for cmd, c in samples]
+
+
+def history_section() -> list[str]:
+    f = ROOT / "docs" / "MODEL_HISTORY.md"
+    return ["", f.read_text(encoding="utf-8").strip(), ""] if f.exists() else [""]
+
+
+def limits_section() -> list[str]:
+    return [
         "## Limits",
         "",
-        "- A small model trained for under two hours on a CPU: lines are well-formed by construction, but "
-        "meaning is often loose; the reranker prefers fluent, rule-keeping candidates, not deep sense.",
+        "- A small model trained for a few hours on a CPU: lines are well-formed by construction, but "
+        "meaning is often loose; the reranker prefers fluent, relevant, rule-keeping candidates, not deep sense.",
         "- Parts-of-speech agreement uses jieba, which reads modern prose; it is a soft signal only.",
         "- 新韵 uses pypinyin's reading in context; 平水韵 counts a character with both readings as either.",
+        "- The 横批 is chosen from a fixed vocabulary (chunlian/data/hengpi.txt), not written by the model.",
         "",
     ]
-    Path(args.out).write_text("\n".join(lines), encoding="utf-8")
-    print(json.dumps({"dev": results, "keywords": kw}, ensure_ascii=False, indent=2))
 
 
 if __name__ == "__main__":

@@ -69,8 +69,8 @@ def main() -> None:
     args = ap.parse_args()
     have = sorted(stock_spans()) if OUT.exists() else []
     found = sorted(set(have) | set(corpus(Path(args.data), args.corpus_min)) | set(model(args.model_min)))
-    head = "# Stock three-character spans (scripts/stock_spans.py): a search pays for each it writes.\\n"
-    OUT.write_text(head + "\\n".join(" ".join(found[i : i + 12]) for i in range(0, len(found), 12)) + "\\n", "utf-8")
+    head = "# Stock three-character spans (scripts/stock_spans.py): a search pays for each it writes.\n"
+    OUT.write_text(head + "\n".join(" ".join(found[i : i + 12]) for i in range(0, len(found), 12)) + "\n", "utf-8")
     print(f"{len(found)} spans ({len(found) - len(have)} new) -> {OUT}")
 
 

@@ -81,4 +81,4 @@ class HengpiChooser:
     @staticmethod
     def _bonus(phrase: Phrase, couplet: str, keywords: str) -> float:
         shared = len(set(phrase.text) & set(couplet))
-        return 0.1 * bool(set(phrase.text) & set(keywords)) - 0.1 * max(0, shared - 1) + 0.1 * bool(phrase.zodiac)
+        return 0.1 * bool(set(phrase.text) & set(keywords)) - 0.1 * max(0, shared - 1) + 0.03 * bool(phrase.zodiac)

@@ -15,7 +15,7 @@ from chunlian.calendar import wrong_year, zodiac_imagery
 from chunlian.prosody import Rule
 
 RELEVANCE_WEIGHT = 0.5  # per character of the reverse direction, beside the forward per-character score
-STOCK_COST = 1.5  # log-prob taken from a token that completes a stock span (during the search)
+STOCK_COST = 2.5  # log-prob taken from a token that completes a stock span (during the search)
 GLOOM_COST = 1.0  # a negation that is not a set blessing (无疆, 不老)
 IMAGERY_BONUS = 0.15  # the year's own imagery (羊年: 吉羊, 三阳)
 
@@ -65,14 +65,18 @@ def imagery(text: str, zodiac: str | None) -> bool:
     return bool(zodiac) and any(w in text for w in zodiac_imagery().get(zodiac, ()))
 
 
+def year_slips(generated: str, words: list[str], zodiac: str) -> list[str]:
+    """``calendar.wrong_year`` on what chunlian chose: a wish word is the person's (羊 asked for in a 马 year)."""
+    for w in words:
+        generated = generated.replace(w, "＊" * len(w))
+    return wrong_year(generated, zodiac)
+
+
 def sense_rules(generated: str, words: list[str], zodiac: str | None) -> list[Rule]:
     """Hard rules on the lines chunlian wrote (never on a line a person gave)."""
     rules = []
     if zodiac:
-        own = generated
-        for w in words:  # a wish word is the person's own choice (羊 asked for in a 马 year)
-            own = own.replace(w, "＊" * len(w))
-        bad = wrong_year(own, zodiac)
+        bad = year_slips(generated, words, zodiac)
         rules.append(Rule("right_year", True, not bad, "生肖与年份相符" if not bad else f"生肖不对：{'、'.join(bad)}"))
     neg = negated(generated, words)
     rules.append(

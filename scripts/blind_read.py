@@ -1,0 +1,103 @@
+"""A blind read: chunlian's couplets shuffled among real ones, for a reader who is told neither
+which is which nor where the real ones come from.
+
+    python scripts/blind_read.py make --out /tmp/blind        # items.txt for the reader, key.json kept apart
+    python scripts/blind_read.py score /tmp/blind/answers.tsv /tmp/blind/key.json
+
+Real couplets: every 春联 of the fixed-hash dev split, topped up with festive dev pairs of the other
+sources (two or more spring characters); never trained on. chunlian's: the deterministic couplet
+for the first wish-word groups of docs/keywords.txt, each at the length of a real one (so length
+tells nothing). Only the two lines are shown (the book has no 横批). The answers file has one line
+per item: ``number<TAB>machine|person<TAB>score 1–5``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+from pathlib import Path
+
+from chunlian.calendar import coming_year
+from chunlian.model.data import read_pairs
+
+FESTIVE = set("春岁福喜庆迎新瑞禧")
+
+
+def real_couplets(data: str, n: int) -> list[tuple[str, str]]:
+    dev = read_pairs(data, "dev")
+    spring = [(p.upper, p.lower) for p in dev if p.source == "chunlian_pairs.tsv"]
+    extra = [
+        (p.upper, p.lower)
+        for p in dev
+        if p.source in ("couplets_train.tsv", "couplets_extra.tsv")
+        and len(p.upper) == 7
+        and len(set(p.upper + p.lower) & FESTIVE) >= 2
+    ]
+    return (spring + extra)[:n]
+
+
+def machine_couplets(lengths: list[int]) -> list[tuple[str, str]]:
+    from chunlian.engine import Engine
+
+    writer = Engine().writer
+    groups = [ln.split() for ln in Path("docs/keywords.txt").read_text(encoding="utf-8").splitlines() if ln.split()]
+    zodiac, out = coming_year().zodiac, []
+    for words, n in zip(groups, lengths):
+        n = min((5, 7, 9, 11), key=lambda k: abs(k - n))
+        c = writer.write(words, length=n, count=1, zodiac=zodiac).couplets[0]
+        out.append((c.upper, c.lower))
+    return out
+
+
+def make(args) -> None:
+    real = real_couplets(args.data, args.n)
+    made = machine_couplets([len(u) for u, _ in real])
+    items = [(u, l, "person") for u, l in real] + [(u, l, "machine") for u, l in made]
+    random.Random(args.seed).shuffle(items)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    lines = [f"{i + 1}\t{u}\t{l}" for i, (u, l, _) in enumerate(items)]
+    (out / "items.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    key = {str(i + 1): who for i, (_, _, who) in enumerate(items)}
+    (out / "key.json").write_text(json.dumps(key), encoding="utf-8")
+    print(f"{len(items)} items -> {out / 'items.txt'}; key -> {out / 'key.json'}")
+
+
+def score(args) -> None:
+    key = json.loads(Path(args.key).read_text(encoding="utf-8"))
+    right, scores = 0, {"machine": [], "person": []}
+    rows = [ln.split("\t") for ln in Path(args.answers).read_text(encoding="utf-8").splitlines() if ln.strip()]
+    for num, guess, mark in (r[:3] for r in rows):
+        truth = key[num.strip()]
+        right += guess.strip() == truth
+        scores[truth].append(float(mark))
+    res = {
+        "items": len(rows),
+        "accuracy": round(right / len(rows), 3),
+        "mean_score_machine": round(statistics.mean(scores["machine"]), 2),
+        "mean_score_person": round(statistics.mean(scores["person"]), 2),
+    }
+    print(json.dumps(res, ensure_ascii=False))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(required=True)
+    m = sub.add_parser("make")
+    m.add_argument("--out", required=True)
+    m.add_argument("--data", default="../shared/data")
+    m.add_argument("--n", type=int, default=50)
+    m.add_argument("--seed", type=int, default=2027)
+    m.set_defaults(func=make)
+    s = sub.add_parser("score")
+    s.add_argument("answers")
+    s.add_argument("key")
+    s.set_defaults(func=score)
+    args = ap.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
