@@ -2,8 +2,8 @@
 hadolint lints the Dockerfile, its final stage is read for what the image promises (slim base, non-root user,
 HEALTHCHECK on /readyz, exec-form CMD), and that very CMD and HEALTHCHECK are run here from a plain (non-editable)
 wheel install in a fresh virtual environment, with the image's CHUNLIAN_* environment: the server starts with the
-model and fonts that the wheel carries, answers, passes its health check, and stops cleanly on SIGTERM while
-finishing a request in flight."""
+model and fonts that the wheel carries, answers, passes its health check, and stops cleanly on SIGTERM after
+finishing the requests in flight."""
 
 from __future__ import annotations
 
@@ -129,8 +129,10 @@ def test_the_images_cmd_serves_from_a_plain_install_and_stops_gracefully(plain_i
         assert httpx.get(f"{url}/static/fonts/fonts.css", timeout=10).status_code == 200
         # SIGTERM while requests are in flight: each is still answered, then the process exits 0
         assert _sigterm_with_requests_in_flight(url, proc) == [200] * IN_FLIGHT
-        assert proc.wait(timeout=30) == 0
-        assert "Finished server process" in log.read_text()
+        code = proc.wait(timeout=30)
+        assert "Application shutdown complete" in log.read_text()  # the engine closed, then the process ended
+        # 0, or uvicorn re-raising the SIGTERM it handled (exit status 143 in a container): both after the drain
+        assert code in (0, -signal.SIGTERM), code
     finally:
         if proc.poll() is None:
             proc.kill()
