@@ -64,6 +64,8 @@ class Engine:
         self.metrics = Metrics()
         self.cache = make_cache(s)
         self.batcher = None
+        # read at each scrape, so a request the worker dropped (caller gone, timed out) has left it too
+        self.metrics.queue_depth.set_function(lambda: self.batcher.depth() if self.batcher else 0)
         if batching:
             self.batcher = Batcher(
                 self.lm,
@@ -91,6 +93,10 @@ class Engine:
     def close(self) -> None:
         if self.batcher:
             self.batcher.close()
+
+    def alive(self) -> bool:
+        """False once the batch worker has died: nothing would be answered."""
+        return self.batcher is None or self.batcher.alive()
 
     # -- requests ----------------------------------------------------------------------------
     @staticmethod
@@ -272,10 +278,8 @@ class Engine:
         except Overloaded:
             self.metrics.rejected.labels("overloaded").inc()
             raise
-        self.metrics.queue_depth.set(self.batcher.depth())
 
         def done(f: Future) -> None:
-            self.metrics.queue_depth.set(self.batcher.depth())
             if out.done():
                 return
             try:

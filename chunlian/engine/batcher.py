@@ -58,6 +58,9 @@ class Batcher:
 
     # -- caller side -------------------------------------------------------------------------
     def submit(self, gen, timeout_s: float = 10.0) -> Future:
+        if not self.alive():
+            gen.close()
+            raise RuntimeError("the batch worker has stopped")
         if not self._admit.acquire(blocking=False):
             gen.close()
             raise Overloaded("queue full")
@@ -69,6 +72,10 @@ class Batcher:
     def depth(self) -> int:
         """Requests admitted and not finished (running + waiting)."""
         return len(self.active) + self.queue.qsize()
+
+    def alive(self) -> bool:
+        """Whether the worker thread still runs (nothing is answered once it has died)."""
+        return self._thread.is_alive() and not self._stop.is_set()
 
     def close(self) -> None:
         self._stop.set()
@@ -83,6 +90,9 @@ class Batcher:
             except queue.Empty:
                 return
             block = False
+            if job.future.done():  # its caller gave up while it waited
+                job.gen.close()
+                continue
             self._advance(job, None)
             if not job.future.done():
                 self.active.append(job)
@@ -98,6 +108,17 @@ class Batcher:
             _settle(job.future, error=exc)
 
     def _loop(self) -> None:
+        try:
+            self._work()
+        finally:  # closed, or died of a bug: fail what waits at once rather than at its timeout
+            self._stop.set()  # alive() is False from here on
+            stopped = RuntimeError("the batch worker has stopped")
+            for job in self.active:
+                _settle(job.future, error=stopped)
+            while not self.queue.empty():
+                _settle(self.queue.get_nowait().future, error=stopped)
+
+    def _work(self) -> None:
         busy_until = None  # when the model last ran, until the burst's memory is handed back
         while not self._stop.is_set():
             if not self.active:
@@ -123,9 +144,13 @@ class Batcher:
                 continue
             try:
                 self._run(self.active)
-            except Exception as exc:  # a model failure fails the requests in this batch, not the worker
+            except Exception:  # a merged call failed: run each request alone, so only the one at fault fails
                 for job in self.active:
-                    _settle(job.future, error=exc)
+                    if not job.future.done():
+                        try:
+                            self._run([job])
+                        except Exception as exc:
+                            _settle(job.future, error=exc)
             self.active = [j for j in self.active if not j.future.done()]
             busy_until = time.monotonic()
 

@@ -18,6 +18,7 @@ class Settings(BaseSettings):
     max_concurrency: int = Field(16, ge=1, description="requests decoded at once (each holds its KV cache)")
     queue_size: int = Field(256, ge=0, description="requests waiting beyond max_concurrency; more get 503")
     request_timeout_s: float = Field(10.0, gt=0, description="a request still running after this is dropped")
+    body_timeout_s: float = Field(5.0, gt=0, description="a request body not received by then is answered 408")
     cache_size: int = Field(4096, ge=0, description="LRU entries for deterministic requests; 0 disables")
     cache_ttl_s: float = Field(3600.0, gt=0)
     redis_url: str | None = Field(
