@@ -17,6 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
+from chunlian.errors import CoupletError
 from chunlian.model.tokenizer import BOS, EOS, PAD, SEP, Tokenizer
 
 
@@ -62,15 +63,24 @@ class OnnxLM:
         import onnxruntime as ort
 
         self.dir = Path(model_dir) if model_dir else default_model_dir()
-        self.info = json.loads((self.dir / "config.json").read_text(encoding="utf-8"))
-        self.tok = Tokenizer.load(self.dir / "vocab.txt")
+        name = "couplet.int8.onnx" if precision == "int8" else "couplet.onnx"
+        for f in ("config.json", "vocab.txt", name, "embeddings.npy"):
+            if not (self.dir / f).is_file():
+                raise self._broken(f"缺少模型文件{f}", f"missing model file {f}")
+        try:
+            self.info = json.loads((self.dir / "config.json").read_text(encoding="utf-8"))
+            cfg = self.info["config"]
+            self.n_layer, self.n_head = cfg["n_layer"], cfg["n_head"]
+            self.head_dim = cfg["n_embd"] // cfg["n_head"]
+            self.block_size = cfg["block_size"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise self._broken("config.json 无法读取", f"config.json is unreadable ({type(e).__name__})") from None
+        try:
+            self.tok = Tokenizer.load(self.dir / "vocab.txt")
+        except ValueError:
+            raise self._broken("vocab.txt 无法读取", "vocab.txt is unreadable") from None
         self.itos = self.tok.itos
         self.sep_id, self.eos_id = SEP, EOS
-        cfg = self.info["config"]
-        self.n_layer, self.n_head = cfg["n_layer"], cfg["n_head"]
-        self.head_dim = cfg["n_embd"] // cfg["n_head"]
-        self.block_size = cfg["block_size"]
-        name = "couplet.int8.onnx" if precision == "int8" else "couplet.onnx"
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads or min(2, os.cpu_count() or 1)
         opts.inter_op_num_threads = 1
@@ -78,8 +88,40 @@ class OnnxLM:
         # no arena: a burst of large batches would otherwise keep its peak memory for good
         opts.enable_cpu_mem_arena = False
         self.precision = precision
-        self.session = ort.InferenceSession(str(self.dir / name), opts, providers=["CPUExecutionProvider"])
+        try:
+            self.session = ort.InferenceSession(str(self.dir / name), opts, providers=["CPUExecutionProvider"])
+        except Exception:  # onnxruntime's InvalidProtobuf, InvalidGraph, Fail, …
+            raise self._broken(f"模型文件{name}已损坏或不完整", f"model file {name} is corrupt or truncated") from None
         self._emb = None
+        self._check_shapes()
+
+    def _broken(self, zh: str, en: str) -> CoupletError:
+        return CoupletError(
+            "bad_model", f"模型无法加载：{zh}（{self.dir}）", f"cannot load the model: {en} ({self.dir})"
+        )
+
+    def _check_shapes(self) -> None:
+        """The vocabulary (its ``<chun>`` tag included), the graph's logits and the embeddings must agree,
+        or every id would name the wrong character: refuse at load time, not in the first request."""
+        try:
+            _, logp = self.start([[BOS]])  # also proves config.json describes this graph's KV cache
+        except Exception:
+            raise self._broken("config.json 与计算图不符", "config.json does not match the graph") from None
+        width = logp.shape[-1]
+        if width != len(self.tok):
+            raise self._broken(
+                f"词表有{len(self.tok)}项，模型输出{width}项",
+                f"vocab.txt has {len(self.tok)} entries, the graph {width}",
+            )
+        try:
+            rows = self.embeddings.shape[0]
+        except (OSError, ValueError):
+            raise self._broken("embeddings.npy 无法读取", "embeddings.npy is unreadable") from None
+        if rows != len(self.tok):
+            raise self._broken(
+                f"词表有{len(self.tok)}项，embeddings.npy 有{rows}项",
+                f"vocab.txt has {len(self.tok)} entries, embeddings.npy {rows}",
+            )
 
     @property
     def embeddings(self) -> np.ndarray:
