@@ -276,6 +276,8 @@ def test_kiosk_is_touch_sized_and_resets_when_idle(browser, live):
     pg.click("label:has(input[name='layout'][value='modern'])")
     _open(pg, "兴旺")
     assert _left(pg, "#upper") < _left(pg, "#lower")
+    # nothing that opens a system dialog: no download, no print (copy and the rest stay)
+    assert not pg.is_visible("#download") and not pg.is_visible("#print") and pg.is_visible("#copy")
     pg.screenshot(path=str(ARTIFACTS / "kiosk-open.png"))
     pg.wait_for_function("() => !document.getElementById('gate').classList.contains('open')", timeout=10_000)
     assert pg.input_value("#q") == ""
