@@ -136,6 +136,7 @@ RETRY_AFTER = {
 def _errors(invalid: str | None = None, busy: str | None = None) -> dict:
     """The documented refusals of one operation, all with the one error body."""
     out: dict = {
+        408: {"model": ErrorBody, "description": "request body not received within body_timeout_s (code slow_body)"},
         413: {"model": ErrorBody, "description": f"request body over {MAX_BODY_BYTES} bytes (code too_large)"},
         500: {"model": ErrorBody, "description": "an unexpected fault, a bug (code internal)"},
     }
