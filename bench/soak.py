@@ -305,8 +305,7 @@ def markdown(s: dict, command: str, stopped: str) -> str:
         BEGIN,
         "## Soak",
         "",
-        f"`{command}` — {machine()}, load generator and server on the same cores"
-        f" ({time.strftime('%Y-%m-%d')}).",
+        f"`{command}` — {machine()}, load generator and server on the same cores ({time.strftime('%Y-%m-%d')}).",
         "",
         f"**{s['requests']:,} requests** from {s['clients']} concurrent clients in {s['wall_s']:.0f} s"
         f" ({s['rate']:.0f} requests/s); latency p50 {s['p50_ms']:.0f} ms, p99 {s['p99_ms']:.0f} ms."

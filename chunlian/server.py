@@ -195,7 +195,7 @@ METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus text exp
 
 class Health(BaseModel):
     ok: bool
-    error: str | None = Field(None, description="why the model failed to load (with 500)")
+    error: str | None = Field(None, description="why the model failed to load, or the batch worker stopped (500)")
 
 
 class Ready(BaseModel):
@@ -332,11 +332,16 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
         "/healthz",
         response_model=None,
         responses=_errors()
-        | {200: {"model": Health}, 500: {"model": Health, "description": "the model failed to load"}},
+        | {
+            200: {"model": Health},
+            500: {"model": Health, "description": "the model failed to load, or its batch worker has died"},
+        },
     )
-    def healthz():
+    def healthz():  # 500: only a restart helps (a liveness probe's cue)
         if state.get("error"):
             return JSONResponse({"ok": False, "error": state["error"]}, status_code=500)
+        if state["engine"] is not None and not state["engine"].alive():
+            return JSONResponse({"ok": False, "error": "the batch worker has stopped"}, status_code=500)
         return {"ok": True}
 
     @app.get(
