@@ -47,17 +47,28 @@ def _model_copy(tmp_path: Path, change: str) -> Path:
     elif change == "corrupt":
         graph.unlink()
         graph.write_bytes(os.urandom(4096))
-    elif change in ("vocab_short", "vocab_long"):
-        lines = (src / "vocab.txt").read_text(encoding="utf-8").split("\n")
-        lines = lines[:-3] + [""] if change == "vocab_short" else lines[:-1] + ["<chun>", ""]
+    elif change in ("vocab_short", "vocab_long", "vocab_no_tag", "vocab_tag"):
+        chars, tag = _vocab_lines()
+        chars = {
+            "vocab_short": chars[:-2] + tag,  # two characters lost
+            "vocab_long": chars + ["<extra>"] + tag,  # one entry the graph was not trained with
+            "vocab_no_tag": chars,  # the <chun> tag dropped (a graph that counts it refuses this)
+            "vocab_tag": chars + ["<chun>"],  # the tag added (a graph that does not count it refuses this)
+        }[change]
         vocab.unlink()
-        vocab.write_text("\n".join(lines), encoding="utf-8")
+        vocab.write_text("\n".join(chars) + "\n", encoding="utf-8")
     elif change == "config":
         cfg = json.loads((src / "config.json").read_text(encoding="utf-8"))
         cfg["config"]["n_layer"] += 1
         (d / "config.json").unlink()
         (d / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
     return d
+
+
+def _vocab_lines() -> tuple[list[str], list[str]]:
+    """The shipped vocabulary's entries without the final ``<chun>`` register tag, and that tag if it is there."""
+    lines = (default_model_dir() / "vocab.txt").read_text(encoding="utf-8").split()
+    return (lines[:-1], ["<chun>"]) if lines[-1] == "<chun>" else (lines, [])
 
 
 @pytest.mark.parametrize(
@@ -67,27 +78,33 @@ def _model_copy(tmp_path: Path, change: str) -> Path:
         ("truncated", "couplet.onnx is corrupt or truncated"),
         ("corrupt", "couplet.onnx is corrupt or truncated"),
         ("vocab_short", "vocab.txt has {short} entries, the graph {n}"),
-        ("vocab_long", "vocab.txt has {long} entries, the graph {n}"),  # <chun> the graph was not trained with
+        ("vocab_long", "vocab.txt has {long} entries, the graph {n}"),
+        ("vocab_tag", "vocab.txt has {long} entries, the graph {n}"),
         ("config", "config.json does not match the graph"),
     ],
 )
 def test_a_broken_model_is_refused_when_loaded(tmp_path, change, says):
     d = _model_copy(tmp_path, change)
     n = len((default_model_dir() / "vocab.txt").read_text(encoding="utf-8").split())
+    if change == "vocab_tag" and _vocab_lines()[1]:  # the shipped vocabulary has it already: drop it instead
+        d, says = _model_copy(tmp_path, "vocab_no_tag"), "vocab.txt has {short1} entries, the graph {n}"
     with pytest.raises(CoupletError) as e:
         OnnxLM(d, precision="fp32")
     assert e.value.code == "bad_model" and "模型无法加载" in e.value.zh
-    assert says.format(n=n, short=n - 2, long=n + 1) in e.value.en
+    assert says.format(n=n, short=n - 2, short1=n - 1, long=n + 1) in e.value.en
 
 
 def test_a_vocabulary_with_the_register_tag_loads_when_the_graph_counts_it(tmp_path):
-    """<chun> is a real entry of the vocabulary: a graph whose logits count it must load (here faked by
-    dropping one character, so the vocabulary's length with <chun> equals the graph's again)."""
-    d = _model_copy(tmp_path, "vocab_long")
-    lines = (d / "vocab.txt").read_text(encoding="utf-8").split("\n")
-    (d / "vocab.txt").write_text("\n".join(lines[:-3] + lines[-2:]), encoding="utf-8")
+    """<chun> is a real entry of the vocabulary, counted in the graph's width: the shipped model when it has the
+    tag, else one faked by trading the last character for the tag (the same length as the graph again)."""
+    chars, tag = _vocab_lines()
+    d = default_model_dir()
+    if not tag:
+        d = _model_copy(tmp_path, "vocab_short")
+        (d / "vocab.txt").write_text("\n".join(chars[:-1] + ["<chun>"]) + "\n", encoding="utf-8")
     lm = OnnxLM(d, precision="fp32")
-    assert lm.itos[-1] == "<chun>" and len(lm.itos) == 7003 and lm.tok.spring == 7002
+    n = len(chars) + len(tag)
+    assert lm.itos[-1] == "<chun>" and len(lm.itos) == n and lm.tok.spring == n - 1
 
 
 def _run_cli(*args, timeout=120):
