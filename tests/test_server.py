@@ -267,3 +267,16 @@ def test_png_renders_beyond_the_limit_are_answered_503_at_once(client, monkeypat
     hold.set()
     for t in busy:
         t.join(5)
+
+
+def test_an_upper_line_is_answered_in_the_register_asked_for(client):
+    ok = client.post("/api/v1/couplets", json={"upper": "蜜月温馨弥宅院", "count": 1, "register": "general"})
+    assert ok.status_code == 200 and len(ok.json()["lower"]) == 7
+    bad = client.post("/api/v1/couplets", json={"upper": "蜜月温馨弥宅院", "register": "poetic"})
+    assert bad.status_code == 422 and bad.json()["detail"]["zh"]
+
+
+def test_a_persons_own_line_with_a_character_a_chunlian_avoids_is_answered(client):
+    r = client.post("/api/v1/couplets", json={"upper": "绿竹别其三分景", "count": 1})
+    body = r.json()
+    assert r.status_code == 200 and "别" in body["notice"] and "别" not in body["lower"]
