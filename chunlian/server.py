@@ -233,8 +233,10 @@ class CoupletRequest(BaseModel):
     script: Literal["simplified", "traditional"] = "simplified"
     year: Annotated[int | None, Integral] = Field(None, ge=calendar.MIN_YEAR, le=calendar.MAX_YEAR)
     layout: Layout = Field("traditional", description=LAYOUT_DOC + " (echoed in the answer for the page and PNG)")
-    register: Literal["auto", "spring", "general"] = Field(
+    # named apart from BaseModel.register (a pydantic method); the API field is still ``register``
+    line_register: Literal["auto", "spring", "general"] = Field(
         "auto",
+        alias="register",
         description="for ``upper``: answer as a 春联 (spring), in the line's own register (general), or spring "
         "only when the line speaks of spring (auto)",
     )
@@ -377,7 +379,7 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
             )
         else:
             fut = eng.submit_match(
-                req.upper, req.count, req.seed, req.tones, req.script, req.year, register=req.register
+                req.upper, req.count, req.seed, req.tones, req.script, req.year, register=req.line_register
             )
         ans = await _await(fut, eng, request)
         if ans is None:  # nobody to answer (nginx's 499: client closed request)
