@@ -53,7 +53,8 @@ class HFCoupletLM:
     def _ids(self, text: str) -> list[int]:
         return [self.tokenizer.convert_tokens_to_ids(c) for c in text]
 
-    def encode_prompt(self, kind: str, text) -> list[int]:
+    def encode_prompt(self, kind: str, text, spring: bool | None = None) -> list[int]:
+        # a Hugging Face couplet model has no register tag: ``spring`` changes nothing here
         if kind == "match":
             return [self.bos_id] + self._ids(text) + [self.sep_id]
         return [self.bos_id]  # wish words and heads are placed by the masks alone
