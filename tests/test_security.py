@@ -6,10 +6,10 @@ import importlib.util
 import io
 import re
 import signal
-import time
 from pathlib import Path
 
 import pytest
+from app_support import ready_app
 from fastapi.testclient import TestClient
 from PIL import Image
 
@@ -28,14 +28,7 @@ _spec.loader.exec_module(soak)
 
 @pytest.fixture(scope="module")
 def served(engine):
-    eng = Engine(lm=engine.lm, batching=True, warm=False, request_timeout_s=60)
-    with TestClient(create_app(eng), raise_server_exceptions=False) as c:
-        for _ in range(600):
-            if c.get("/readyz").status_code == 200:
-                break
-            time.sleep(0.05)
-        yield c, eng
-    eng.close()
+    yield from ready_app(engine, request_timeout_s=60, raise_server_exceptions=False)
 
 
 @pytest.fixture(scope="module")

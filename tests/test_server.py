@@ -5,22 +5,12 @@ import re
 import time
 
 import pytest
-from fastapi.testclient import TestClient
-
-from chunlian.engine import Engine
-from chunlian.server import create_app
+from app_support import ready_app
 
 
 @pytest.fixture(scope="module")
 def served(engine):
-    eng = Engine(lm=engine.lm, batching=True, request_timeout_s=120, warm=False)
-    with TestClient(create_app(eng)) as c:
-        for _ in range(600):
-            if c.get("/readyz").status_code == 200:
-                break
-            time.sleep(0.05)
-        yield c, eng
-    eng.close()
+    yield from ready_app(engine, request_timeout_s=120)
 
 
 @pytest.fixture(scope="module")
