@@ -14,6 +14,7 @@ from functools import cached_property
 import numpy as np
 
 from chunlian.calendar import ANIMALS, FAREWELL, WELCOME, YEAR_WORDS, previous_animal
+from chunlian.decoding.rerank import stock_spans
 from chunlian.prosody import EITHER, PING, PUNCT, UNKNOWN, ZE, char_tone, inauspicious, is_han, no_glyph, rhythm_points
 
 
@@ -39,8 +40,6 @@ class VocabMasks:
 
     def _stock_index(self) -> dict[tuple[int, int], np.ndarray]:
         """(first, second) character ids -> the third characters that would complete a stock span."""
-        from chunlian.decoding.rerank import stock_spans
-
         index: dict[tuple[int, int], list[int]] = {}
         for span in stock_spans():
             if all(c in self.stoi for c in span):
