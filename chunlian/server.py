@@ -24,7 +24,16 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StringConstraints,
+    Tag,
+    model_validator,
+)
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
@@ -53,6 +62,11 @@ Layout = Literal["traditional", "modern"]
 LAYOUT_DOC = (
     "how the couplet hangs: traditional (default) puts 上联 on the right post and writes the 横批 right to left, "
     "as read facing the door; modern puts 上联 on the left and writes the 横批 left to right"
+)
+Detail = Literal["compact", "full"]
+DETAIL_DOC = (
+    "how much of each couplet the answer carries: compact (default) gives the lines, 横批, tones, hard_ok and "
+    "score; full adds the rule report (checks) and lm_score"
 )
 
 
@@ -233,6 +247,7 @@ class CoupletRequest(BaseModel):
     script: Literal["simplified", "traditional"] = "simplified"
     year: Annotated[int | None, Integral] = Field(None, ge=calendar.MIN_YEAR, le=calendar.MAX_YEAR)
     layout: Layout = Field("traditional", description=LAYOUT_DOC + " (echoed in the answer for the page and PNG)")
+    detail: Detail = Field("compact", description=DETAIL_DOC)
     # named apart from BaseModel.register (a pydantic method); the API field is still ``register``
     line_register: Literal["auto", "spring", "general"] = Field(
         "auto",
@@ -255,6 +270,121 @@ class CheckRequest(BaseModel):
     upper: Line = Field(..., description=LINE_DOC)
     lower: Line = Field(..., description=LINE_DOC)
     tones: Literal["xin", "pingshui"] = "xin"
+
+
+# -- what POST /api/v1/couplets answers: one shape per ``detail``, each exact (no other field) ------------------
+
+
+class Tones(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    upper: str = Field(description="平, 仄 or 中 (either reading) per character; punctuation as written")
+    lower: str
+
+
+class Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(description="equal_length, upper_ends_ze, no_repeat, rhythm_opposed, …")
+    hard: bool = Field(description="a hard rule is never broken by a couplet chunlian writes")
+    passed: bool
+    message: str = Field(description="one line in Chinese")
+    score: float = Field(description="for a soft rule, how well it is kept (0–1)")
+
+
+class Checks(BaseModel):
+    """The rule report of one couplet (what ``POST /api/v1/check`` answers for a couplet a person wrote)."""
+
+    model_config = ConfigDict(extra="forbid")
+    track: Literal["xin", "pingshui"]
+    tones: Tones
+    hard_ok: bool
+    soft_score: float
+    rules: list[Rule]
+
+
+class CompactCouplet(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    upper: str
+    lower: str
+    horizontal: str = Field(description="横批")
+    tones: Tones
+    hard_ok: bool = Field(description="every hard rule passed (the rules themselves: detail full)")
+    score: float = Field(description="the rerank score the candidates are ordered by, higher first")
+
+
+class FullCouplet(CompactCouplet):
+    checks: Checks
+    lm_score: float = Field(description="the model's mean log-probability per character")
+
+
+class YearInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    year: int = Field(description="the Gregorian year the Spring Festival falls in")
+    ganzhi: str
+    zodiac: str
+    spring_festival: str = Field(description="its date, ISO 8601")
+    label: str = Field(description="e.g. 丁未羊年")
+
+
+class _AnswerFields(BaseModel):
+    """Beside the best couplet (its fields at the top level) and ``couplets``: about the request and its year."""
+
+    model_config = ConfigDict(extra="forbid")
+    mode: Literal["write", "match", "reverse"] = Field(description="reverse: the given line was a 下联")
+    notice: str | None = Field(description="names characters of the person's own line a 春联 avoids")
+    year: YearInfo
+    script: Literal["simplified", "traditional"]
+    cached: bool
+    elapsed_ms: float
+    seed: int | None
+    tones_track: Literal["xin", "pingshui"]
+    keywords: list[str] = Field(
+        None, description="the wish words as read (write only)", json_schema_extra=lambda s: s.pop("default", None)
+    )
+    placement: Literal["embed", "acrostic"] = Field(
+        None, description="write only", json_schema_extra=lambda s: s.pop("default", None)
+    )
+    layout: Layout = Field(description="as asked")
+
+
+class CompactAnswer(_AnswerFields, CompactCouplet):
+    """``detail`` compact (the default): the best couplet's fields, then every candidate, best first."""
+
+    couplets: list[CompactCouplet]
+
+
+class FullAnswer(_AnswerFields, FullCouplet):
+    """``detail`` full: as compact, each couplet with its rule report."""
+
+    couplets: list[FullCouplet]
+
+
+CoupletAnswer = Annotated[
+    Annotated[CompactAnswer, Tag("compact")] | Annotated[FullAnswer, Tag("full")],
+    Discriminator(
+        lambda v: "full" if ("checks" in v if isinstance(v, dict) else isinstance(v, FullAnswer)) else "compact"
+    ),
+]
+COMPACT_FIELDS = ("upper", "lower", "horizontal", "tones", "score")
+ANSWER_FIELDS = tuple(f for f in _AnswerFields.model_fields if f != "layout")
+
+
+def _couplet(c: dict, full: bool) -> dict:
+    """One couplet of the engine's answer (which always has its rule report) in the shape asked for."""
+    out = {k: c[k] for k in COMPACT_FIELDS}
+    out["hard_ok"] = c["checks"]["hard_ok"]
+    if full:
+        out["checks"], out["lm_score"] = c["checks"], c["lm_score"]
+    return out
+
+
+def shape_answer(ans: dict, detail: str, layout: str) -> dict:
+    """The engine's answer (cached whole, so a cache hit serves either shape) as the API gives it."""
+    full = detail == "full"
+    return (
+        _couplet(ans, full)
+        | {k: ans[k] for k in ANSWER_FIELDS if k in ans}
+        | {"layout": layout, "couplets": [_couplet(c, full) for c in ans["couplets"]]}
+    )
 
 
 def create_app(engine: Engine | None = None, settings: Settings | None = None) -> FastAPI:
@@ -370,7 +500,15 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
         fut.cancel()
         raise TimeoutError
 
-    @app.post("/api/v1/couplets", responses=_errors(COUPLETS_422, BUSY_503))
+    @app.post(
+        "/api/v1/couplets",
+        # with a response model FastAPI validates and writes the JSON in pydantic-core; without one, its
+        # jsonable_encoder walked the full answer in Python (about 2 ms of the 6.8 KB typical answer)
+        response_model=CoupletAnswer,
+        response_model_exclude_unset=True,  # keywords and placement only where they belong (write)
+        responses=_errors(COUPLETS_422, BUSY_503)
+        | {200: {"description": "the couplets, best first: compact, or with their rule reports (detail full)"}},
+    )
     async def couplets(req: CoupletRequest, request: Request):
         eng = _engine()
         if req.keywords is not None:
@@ -384,7 +522,7 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
         ans = await _await(fut, eng, request)
         if ans is None:  # nobody to answer (nginx's 499: client closed request)
             return Response(status_code=499)
-        return ans | {"layout": req.layout}
+        return shape_answer(ans, req.detail, req.layout)
 
     @app.get(
         "/metrics",

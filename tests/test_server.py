@@ -27,7 +27,7 @@ def test_write_and_match(client):
     d = client.post("/api/v1/couplets", json={"keywords": ["如意"], "count": 2}).json()
     assert "如意" in d["upper"] + d["lower"] and len(d["couplets"]) == 2 and d["year"]["zodiac"]
     d = client.post("/api/v1/couplets", json={"upper": "春回大地千山秀", "count": 1, "script": "traditional"}).json()
-    assert d["upper"] == "春回大地千山秀" and d["checks"]["hard_ok"]
+    assert d["upper"] == "春回大地千山秀" and d["hard_ok"] is True
 
 
 @pytest.mark.parametrize(
@@ -136,11 +136,98 @@ def test_overload_is_answered_503_with_retry_after(served, monkeypatch):
 
 
 def test_answer_lists_couplets_with_tones_checks_and_score(client):
-    d = client.post("/api/v1/couplets", json={"keywords": ["吉祥"], "count": 2, "length": 5}).json()
+    d = client.post("/api/v1/couplets", json={"keywords": ["吉祥"], "count": 2, "length": 5, "detail": "full"}).json()
     assert len(d["couplets"]) == 2 and d["elapsed_ms"] >= 0 and d["year"]["ganzhi"]
     for c in d["couplets"]:
         assert len(c["upper"]) == len(c["lower"]) == 5
         assert len(c["tones"]["upper"]) == 5 and c["checks"]["hard_ok"] and isinstance(c["score"], float)
+
+
+# -- the answer's two shapes: compact by default, the rule reports on request ----------------------------
+
+COMPACT = {"upper", "lower", "horizontal", "tones", "hard_ok", "score"}
+TYPICAL = {"keywords": ["如意", "飞跃"], "count": 3}  # what `chunlian write 如意 飞跃` asks
+
+
+def test_the_default_answer_is_compact_with_hard_ok(client):
+    r = client.post("/api/v1/couplets", json=TYPICAL)
+    d = r.json()
+    assert r.status_code == 200 and len(d["couplets"]) == 3
+    for c in [d, *d["couplets"]]:  # the best couplet at the top level, then every candidate
+        assert COMPACT <= c.keys() and c["hard_ok"] is True
+        assert "checks" not in c and "lm_score" not in c and "rules" not in r.text
+    assert set(d["couplets"][0]) == COMPACT
+    assert d["keywords"] == ["如意", "飞跃"] and d["placement"] == "embed" and d["layout"] == "traditional"
+    m = client.post("/api/v1/couplets", json={"upper": "春回大地千山秀", "count": 1}).json()
+    assert set(m["couplets"][0]) == COMPACT and "keywords" not in m and "placement" not in m  # write only
+
+
+def test_detail_full_adds_each_couplets_rule_report(client):
+    compact = client.post("/api/v1/couplets", json=TYPICAL)
+    full = client.post("/api/v1/couplets", json=TYPICAL | {"detail": "full"})
+    f, c = full.json(), compact.json()
+    assert full.status_code == 200 and len(f["couplets"]) == 3
+    for x in [f, *f["couplets"]]:
+        assert set(x) >= COMPACT | {"checks", "lm_score"}
+        assert x["hard_ok"] is x["checks"]["hard_ok"] is True and isinstance(x["lm_score"], float)
+        names = {rule["name"] for rule in x["checks"]["rules"]}
+        assert {"equal_length", "upper_ends_ze", "lower_ends_ping", "no_repeat", "rhythm_opposed"} <= names
+        assert x["checks"]["tones"] == x["tones"]
+    assert set(f["couplets"][0]) == COMPACT | {"checks", "lm_score"}
+    # the same couplets either way, and the compact answer is a fraction of the full one
+    assert [{k: x[k] for k in COMPACT} for x in f["couplets"]] == c["couplets"]
+    assert len(compact.content) * 3 < len(full.content), (len(compact.content), len(full.content))
+    r = client.post("/api/v1/couplets", json=TYPICAL | {"detail": "verbose"})
+    assert r.status_code == 422 and "detail" in r.json()["detail"]["message"]
+
+
+@pytest.mark.parametrize("first", ["compact", "full"])
+def test_a_cached_answer_serves_either_shape(client, first):
+    body = {"keywords": ["平安"], "count": 2, "seed": 41 if first == "full" else 42}
+    then = "compact" if first == "full" else "full"
+    a = client.post("/api/v1/couplets", json=body | {"detail": first}).json()
+    b = client.post("/api/v1/couplets", json=body | {"detail": then}).json()
+    assert not a["cached"] and b["cached"]  # one cache entry, whichever shape filled it
+    full, compact = (a, b) if first == "full" else (b, a)
+    assert all("checks" in x for x in full["couplets"]) and "checks" in full
+    assert all(set(x) == COMPACT for x in compact["couplets"]) and "checks" not in compact
+    pairs = [[(x["upper"], x["lower"]) for x in d["couplets"]] for d in (full, compact)]
+    assert pairs[0] == pairs[1]
+
+
+def test_hard_ok_is_the_rule_reports_verdict(served):
+    from chunlian.server import shape_answer
+
+    ans = served[1].write(["如意", "飞跃"], count=3)  # the engine's own answer: every rule report, cached whole
+    ans["couplets"][1]["checks"]["hard_ok"] = False  # as a report that found a broken hard rule would say
+    for detail in ("compact", "full"):
+        d = shape_answer(ans, detail, "traditional")
+        assert [c["hard_ok"] for c in d["couplets"]] == [True, False, True] and d["hard_ok"] is True
+
+
+def test_the_schema_names_each_shape_exactly(client):
+    from jsonschema import Draft202012Validator
+
+    spec = client.get("/openapi.json").json()
+    op = spec["paths"]["/api/v1/couplets"]["post"]
+    answer = op["responses"]["200"]["content"]["application/json"]["schema"]
+    assert [s["$ref"].rsplit("/", 1)[1] for s in answer["oneOf"]] == ["CompactAnswer", "FullAnswer"]
+    detail = spec["components"]["schemas"]["CoupletRequest"]["properties"]["detail"]
+    assert detail["enum"] == ["compact", "full"] and detail["default"] == "compact"
+
+    def validator(schema):
+        return Draft202012Validator(schema | {"components": spec["components"]})
+
+    shapes = {name: validator({"$ref": f"#/components/schemas/{name}"}) for name in ("CompactAnswer", "FullAnswer")}
+    for body, shape in (
+        (TYPICAL, "CompactAnswer"),
+        (TYPICAL | {"detail": "full"}, "FullAnswer"),
+        ({"upper": "春回大地千山秀", "count": 1}, "CompactAnswer"),
+        ({"upper": "春回大地千山秀", "count": 1, "detail": "full"}, "FullAnswer"),
+    ):
+        d = client.post("/api/v1/couplets", json=body).json()
+        validator(answer).validate(d)  # exactly one of the two
+        assert [name for name, v in shapes.items() if v.is_valid(d)] == [shape], body
 
 
 def _png(client, **params):
