@@ -139,12 +139,6 @@ def repeated_spans(couplets: list[tuple[str, str]], most: int = 3) -> dict[str, 
     return {s: n for s, n in count.most_common() if n > most}
 
 
-def differs(a: tuple[str, str], b: tuple[str, str]) -> float:
-    """Share of character positions at which two couplets differ."""
-    x, y = a[0] + a[1], b[0] + b[1]
-    return sum(p != q for p, q in zip(x, y)) / max(len(x), 1) if len(x) == len(y) else 1.0
-
-
 def eval_keywords(engine, path, limit=None, tones="xin", length=7, out=None, progress=None, year=None) -> dict:
     t0 = time.time()
     groups = [ln.split() for ln in Path(path).read_text(encoding="utf-8").splitlines() if ln.strip()]
@@ -164,7 +158,7 @@ def eval_keywords(engine, path, limit=None, tones="xin", length=7, out=None, pro
             slips["negated"] += bool(rerank.negated(c.upper + "／" + c.lower, words))
             slips["hengpi_repeats"] += c.horizontal in c.upper or c.horizontal in c.lower
             other = engine.writer.write(words, length=length, count=1, tones=tones, zodiac=y.zodiac, seed=1)
-            varied += differs((c.upper, c.lower), (other.couplets[0].upper, other.couplets[0].lower)) >= 0.5
+            varied += rerank.differs((c.upper, c.lower), (other.couplets[0].upper, other.couplets[0].lower)) >= 0.5
         except CoupletError as e:
             tally.failed += 1
             lines.append(f"{' '.join(words)}\t\t\t\t{e.code}")

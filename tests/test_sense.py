@@ -5,7 +5,8 @@ import pytest
 
 from chunlian.calendar import ANIMALS, previous_animal, spring_festival, wrong_year
 from chunlian.decoding import rerank
-from chunlian.evaluate import differs, repeated_spans
+from chunlian.decoding.rerank import differs
+from chunlian.evaluate import repeated_spans
 
 YEARS = range(2025, 2033)
 
@@ -67,6 +68,50 @@ def test_the_hengpi_never_repeats_the_couplet(writer):
     for words in (["吉祥"], ["如意"], ["平安"], ["万象"], ["三阳"], ["开泰"]):
         for c in writer.write(words, count=3, zodiac="羊").couplets:
             assert c.horizontal not in c.upper and c.horizontal not in c.lower
+
+
+CLASSICS = [
+    ("天增岁月人增寿", "春满乾坤福满门"),
+    ("一元复始春回地", "万象更新福满门"),
+    ("爆竹声声辞旧岁", "梅花点点迎新春"),
+    ("绿竹别其三分景", "红梅正报万家春"),
+    ("春回大地千山秀", "日照神州万木荣"),
+    ("和顺一门有百福", "平安二字值千金"),
+    ("东风化雨山山翠", "政策归心处处春"),
+    ("莺歌燕舞春光好", "鸟语花香气象新"),
+    ("丹凤呈祥龙献瑞", "红桃贺岁杏迎春"),
+    ("山清水秀风光好", "人寿年丰喜事多"),
+    ("书山有路勤为径", "学海无涯苦作舟"),
+    ("勤劳门第春光好", "和睦人家幸福多"),
+    ("瑞雪纷飞兆丰岁", "春风浩荡报佳音"),
+    ("春临大地百花艳", "节至人间万象新"),
+    ("五湖四海皆春色", "万水千山尽得辉"),
+    ("门迎百福福星照", "户纳千祥祥云开"),
+]
+
+
+def test_the_hengpi_follows_the_couplet_not_one_favourite():
+    """Across many different couplets no single 横批 is chosen for most of them (before centring,
+    三阳开泰 or 羊年大吉 was chosen for 299 of 300 real 春联)."""
+    from collections import Counter
+
+    from chunlian.decoding.hengpi import HengpiChooser
+    from chunlian.model.runtime import OnnxLM
+
+    lm = OnnxLM(precision="fp32")
+    hp = HengpiChooser(lm.itos, lm.embeddings)
+    picks = Counter(hp.choose(u, lo, "", "羊") for u, lo in CLASSICS)
+    assert picks.most_common(1)[0][1] <= len(CLASSICS) // 4, picks
+
+
+@pytest.mark.parametrize("words", [["如意"], ["平安"], ["飞跃"], ["高铁"], ["教师"]])
+def test_another_couplet_changes_at_least_half(writer, words):
+    """换一副 (a seed) gives another couplet, not the deterministic one with a word or two changed."""
+    base = writer.write(words, count=1, zodiac="羊").couplets[0]
+    for seed in (1, 2):
+        other = writer.write(words, count=1, zodiac="羊", seed=seed).couplets[0]
+        assert differs((base.upper, base.lower), (other.upper, other.lower)) >= 0.5, (base, other)
+        assert other.report.hard_ok
 
 
 def test_a_persons_own_upper_line_is_accepted_with_a_notice(engine):

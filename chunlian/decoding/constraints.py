@@ -71,11 +71,15 @@ class LineSpec:
     mirror: dict[int, int] = field(default_factory=dict)  # position -> earlier position to copy
     strict: bool = True  # tone masks on rhythm points; relaxed when nothing fits
     zodiac: str | None = None  # the year's animal: no other year may be named (calendar.wrong_year)
+    avoid: str = ""  # a line to differ from (换一副): its character at each free position costs
 
     @cached_property
     def points(self) -> set[int]:
         template = "".join(self.punct.get(i, "字") for i in range(self.length))
         return set(rhythm_points(template))
+
+    def free_at(self, pos: int) -> bool:
+        return pos not in self.punct and pos not in self.fixed and pos not in self.mirror
 
     @cached_property
     def last(self) -> int:

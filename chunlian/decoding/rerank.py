@@ -18,6 +18,7 @@ RELEVANCE_WEIGHT = 0.5  # per character of the reverse direction, beside the for
 STOCK_COST = 2.5  # log-prob taken from a token that completes a stock span (during the search)
 GLOOM_COST = 1.0  # a negation that is not a set blessing (无疆, 不老)
 IMAGERY_BONUS = 0.15  # the year's own imagery (羊年: 吉羊, 三阳)
+AVOID_COST = 2.0  # 换一副: the deterministic couplet's character at the same free position
 
 
 def _lines(name: str) -> list[str]:
@@ -87,3 +88,12 @@ def sense_rules(generated: str, words: list[str], zodiac: str | None) -> list[Ru
 
 def soft_adjustment(generated: str, zodiac: str | None) -> float:
     return IMAGERY_BONUS * imagery(generated, zodiac) - GLOOM_COST * len(gloom(generated))
+
+
+def differs(a: tuple[str, str], b: tuple[str, str]) -> float:
+    """Share of character positions at which two couplets differ (换一副 should change half)."""
+    return changed(a[0] + a[1], b[0] + b[1])
+
+
+def changed(x: str, y: str) -> float:
+    return sum(p != q for p, q in zip(x, y)) / max(len(x), 1) if len(x) == len(y) else 1.0

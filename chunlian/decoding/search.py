@@ -97,6 +97,7 @@ def search_line(
     temperature: float = 0.8,
     top_k: int = 24,
     stock_cost: float = 0.0,
+    avoid_cost: float = 0.0,
 ) -> Search:
     """Search one line for every group; ``groups[r]`` names the group of input row ``r``.
 
@@ -104,7 +105,8 @@ def search_line(
     left is simply absent from the result (the caller relaxes its spec and tries again). All rows
     are handled as arrays: one mask, one top-k and one per-group selection per step.
     ``stock_cost`` is taken from any token that would complete a stock span (千家乐), so a row
-    writes it only where nothing fresher comes close.
+    writes it only where nothing fresher comes close. ``avoid_cost`` is taken from the character a
+    spec's ``avoid`` line has at this position, so 换一副 writes another couplet, not a near-copy.
     """
     grp = np.asarray(groups, dtype=np.int64)
     score = np.zeros(len(grp))
@@ -115,6 +117,8 @@ def search_line(
         R = len(grp)
         if stock_cost and pos >= 2:
             logp = _stock_penalty(vm, logp, ids, stock_cost)
+        if avoid_cost:
+            logp = _avoid_penalty(vm, logp, specs, grp, pos, avoid_cost)
         # each row offers up to k candidates: its forced token, or its best allowed ones
         masked = np.where(masks, logp, NEG)
         fixed = np.flatnonzero(forced >= 0)
@@ -152,6 +156,20 @@ def search_line(
         state, logp = yield Step(state, idx, np.full(len(rows), end_token))
         return LineResult(rows, state, logp)
     return LineResult(rows, state, None)
+
+
+def _avoid_penalty(vm: VocabMasks, logp: np.ndarray, specs: list[LineSpec], grp, pos: int, cost: float):
+    hits = [
+        (np.flatnonzero(grp == g), vm.stoi[specs[g].avoid[pos]])
+        for g in np.unique(grp)
+        if pos < len(specs[g].avoid) and specs[g].free_at(pos) and specs[g].avoid[pos] in vm.stoi
+    ]
+    if not hits:
+        return logp
+    logp = logp.copy()
+    for rows, tok in hits:
+        logp[rows, tok] -= cost
+    return logp
 
 
 def _stock_penalty(vm: VocabMasks, logp: np.ndarray, ids: np.ndarray, cost: float) -> np.ndarray:

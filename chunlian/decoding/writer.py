@@ -98,6 +98,14 @@ class CoupletWriter:
         tones: str = "xin",
         zodiac: str | None = None,
     ) -> Search:
+        """Couplets from wish words. With a seed (换一副) the deterministic couplet is written first
+        and the sampled ones pay for each character they share with it at the same place."""
+        avoid = None
+        if seed is not None:
+            avoid = yield from _first(self._write(keywords, length, mode, 1, None, tones, zodiac))
+        return (yield from self._write(keywords, length, mode, count, seed, tones, zodiac, avoid))
+
+    def _write(self, keywords, length, mode, count, seed, tones, zodiac, avoid=None) -> Search:
         words = inputs.keywords(keywords, self.vocab)
         n = inputs.length(length)
         vm = self.masks(tones)
@@ -123,6 +131,7 @@ class CoupletWriter:
                     mirror=mirror_of_fixed(p.lower),
                     strict=strict,
                     zodiac=zodiac,
+                    avoid=avoid[0] if avoid else "",
                 )
                 for p in places
             ]
@@ -138,6 +147,7 @@ class CoupletWriter:
                 True,
                 rng,
                 stock_cost=self.stock_cost,
+                avoid_cost=rerank.AVOID_COST if avoid else 0.0,
             )
             uppers = []
             seen = set()
@@ -164,6 +174,7 @@ class CoupletWriter:
                     mirror=mirror_of(text),
                     strict=strict,
                     zodiac=zodiac,
+                    avoid=avoid[1] if avoid else "",
                 )
                 for _, text, _, p in uppers
             ]
@@ -178,6 +189,7 @@ class CoupletWriter:
                 False,
                 rng,
                 stock_cost=self.stock_cost,
+                avoid_cost=rerank.AVOID_COST if avoid else 0.0,
             )
             found = yield from self._finish(
                 [(uppers[row.group][1], "".join(row.text), uppers[row.group][2] + row.score) for row in res2.rows],
@@ -187,6 +199,7 @@ class CoupletWriter:
                 zodiac,
                 rng,
                 spring=True,
+                avoid=avoid,
             )
             if found:
                 return Result(found, "write")
@@ -210,7 +223,15 @@ class CoupletWriter:
         A person's line may hold characters a 春联 avoids (绿竹别其三分景): it is theirs, so it is
         accepted with a notice; the generated line never holds one. ``lenient`` (evaluation on
         general couplets) drops the notice. ``register``: spring (春联), general (the line's own),
-        or auto (spring when the line speaks of spring: ``inputs.spring_register``)."""
+        or auto (spring when the line speaks of spring: ``inputs.spring_register``). With a seed,
+        the written line avoids the deterministic one as in ``write_search``."""
+        avoid = None
+        if seed is not None:
+            base = self._match(upper, 1, None, tones, zodiac, direction, lenient, register)
+            avoid = yield from _first(base)
+        return (yield from self._match(upper, count, seed, tones, zodiac, direction, lenient, register, avoid))
+
+    def _match(self, upper, count, seed, tones, zodiac, direction, lenient, register, avoid=None) -> Search:
         if direction not in ("auto", "upper", "lower"):
             raise CoupletError(
                 "bad_direction", "方向只能是 auto、upper 或 lower", "direction must be auto, upper or lower"
@@ -239,11 +260,22 @@ class CoupletWriter:
                 mirror=mirror_of(text),
                 strict=strict,
                 zodiac=zodiac,
+                avoid=(avoid[0] if reverse else avoid[1]) if avoid else "",
             )
             state, logp = yield Start([prompt])
             width = max(8, 3 * count)
             res = yield from search_line(
-                vm, state, logp, [0], [spec], width, self.lm.eos_id, False, rng, stock_cost=self.stock_cost
+                vm,
+                state,
+                logp,
+                [0],
+                [spec],
+                width,
+                self.lm.eos_id,
+                False,
+                rng,
+                stock_cost=self.stock_cost,
+                avoid_cost=rerank.AVOID_COST if avoid else 0.0,
             )
             pairs = [
                 ("".join(r.text), text, r.score) if reverse else (text, "".join(r.text), r.score) for r in res.rows
@@ -259,6 +291,7 @@ class CoupletWriter:
                 vary="upper" if reverse else "lower",
                 ignore=(given_end if direction != "auto" else ()) + given_rules,
                 spring=spring,
+                avoid=avoid,
             )
             if found:
                 notices = []
@@ -281,13 +314,14 @@ class CoupletWriter:
 
     # ----------------------------------------------------------------------------------
     def _finish(
-        self, pairs, tones, count, words, zodiac, rng, vary: str = "both", ignore=(), spring: bool = True
+        self, pairs, tones, count, words, zodiac, rng, vary="both", ignore=(), spring=True, avoid=None
     ) -> Search:
         """Verify every candidate, rank, and keep ``count`` whose generated lines all differ.
 
         Three passes: every candidate gets the hard rules (form and sense) and the tone-level
         soft rules; a shortlist is scored in the reverse direction (one model call); the best few
-        also get the word-level rules (jieba), which cost the most.
+        also get the word-level rules (jieba), which cost the most. With ``avoid`` (换一副), those
+        changing at least half of what was written come first.
         """
         made = {"both": lambda u, l: u + l, "upper": lambda u, l: u, "lower": lambda u, l: l}[vary]
 
@@ -309,7 +343,7 @@ class CoupletWriter:
 
         def pick(cands, k):
             chosen: list[Couplet] = []
-            for c in sorted(cands, key=lambda c: -c.score):
+            for c in sorted(cands, key=lambda c: (not fresh(c), -c.score)):
                 if all(
                     (vary == "lower" or c.upper != d.upper) and (vary == "upper" or c.lower != d.lower) for d in chosen
                 ):
@@ -317,6 +351,9 @@ class CoupletWriter:
                 if len(chosen) == k:
                     break
             return chosen
+
+        def fresh(c: Couplet) -> bool:
+            return not avoid or rerank.changed(made(c.upper, c.lower), made(*avoid)) >= 0.5
 
         totals = {(u, l): s for u, l, s in pairs}
         first = [c for c in (score(u, l, s, False) for u, l, s in pairs) if c is not None]
@@ -342,6 +379,15 @@ class CoupletWriter:
         ]
         scores = yield Score([seq for seq, _ in jobs], [k for _, k in jobs])
         return [float(s) / (len(seq) - k) for s, (seq, k) in zip(scores, jobs)]
+
+
+def _first(search: Search) -> Search:
+    """The best couplet of a search as (upper, lower), or None where it finds none."""
+    try:
+        res = yield from search
+    except CoupletError:
+        return None
+    return res.couplets[0].upper, res.couplets[0].lower
 
 
 def mirror_of_fixed(fixed: dict[int, str]) -> dict[int, int]:
