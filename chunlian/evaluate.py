@@ -9,7 +9,7 @@ JSON keys (``chunlian eval --json``):
   upper_ends_ping_inputs, elapsed_s
 - keywords mode: n, failed, keyword_presence_rate, hard_pass_rate, rhythm_opposition_rate,
   repeat_rate, distinct2, stock_spans (the repetition figure: 3-character spans found in more than
-  3 of the couplets, with their counts), max_span_count, seed_differs_rate (a ``--seed 1`` couplet
+  3 of the couplets, with their counts), max_span_count, hengpi_most_used, seed_differs_rate (a ``--seed 1`` couplet
   differing from the deterministic one in at least half its characters), wrong_year, negated,
   hengpi_repeats (a 横批 written inside a line), year, elapsed_s
 Rates are fractions in [0, 1]. hard_pass_rate, rhythm, repeat and distinct-2 are over the couplets
@@ -145,7 +145,7 @@ def eval_keywords(engine, path, limit=None, tones="xin", length=7, out=None, pro
     groups = groups[:limit] if limit else groups
     y = calendar.spring_festival(year) if year else calendar.coming_year()
     tally = Tally()
-    present, lines, made, varied, slips = 0, [], [], 0, Counter()
+    present, lines, made, varied, slips, hengpi = 0, [], [], 0, Counter(), Counter()
     for i, words in enumerate(groups):
         tally.n += 1
         try:
@@ -157,6 +157,7 @@ def eval_keywords(engine, path, limit=None, tones="xin", length=7, out=None, pro
             slips["wrong_year"] += bool(rerank.year_slips(c.upper + "／" + c.lower, words, y.zodiac))
             slips["negated"] += bool(rerank.negated(c.upper + "／" + c.lower, words))
             slips["hengpi_repeats"] += c.horizontal in c.upper or c.horizontal in c.lower
+            hengpi[c.horizontal] += 1
             other = engine.writer.write(words, length=length, count=1, tones=tones, zodiac=y.zodiac, seed=1)
             varied += rerank.differs((c.upper, c.lower), (other.couplets[0].upper, other.couplets[0].lower)) >= 0.5
         except CoupletError as e:
@@ -175,6 +176,7 @@ def eval_keywords(engine, path, limit=None, tones="xin", length=7, out=None, pro
             "stock_spans": spans,
             "max_span_count": max(repeated_spans(made, 0).values(), default=0),
             "seed_differs_rate": round(varied / max(len(made), 1), 4),
+            "hengpi_most_used": dict(hengpi.most_common(1)),
         }
         | dict(slips)
         | {"year": y.label, "elapsed_s": round(time.time() - t0, 2)}
