@@ -388,11 +388,34 @@ def shape_answer(ans: dict, detail: str, layout: str) -> dict:
 
 
 def create_app(engine: Engine | None = None, settings: Settings | None = None) -> FastAPI:
-    """The app around one engine; without one, it builds a batching engine from ``settings``."""
-    settings = settings or (engine.settings if engine else Settings())
-    state = {"engine": engine, "ready": False}
+    """The app around one engine; without one, it builds a batching engine from ``settings``.
 
-    def _load():
+    Its parts, each added by its own function below: the error handlers, health and metrics, the couplet
+    routes, and the page with its files and the API docs."""
+    settings = settings or (engine.settings if engine else Settings())
+    # what every part shares: the engine once loaded, and the counts serve() drains by on SIGTERM
+    state = {"engine": engine, "ready": False, "inflight": 0, "draining": False}
+    app = FastAPI(
+        title="chunlian 春联",
+        version="0.1.0",
+        lifespan=_lifespan(state, settings, owned=engine is None),
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.serving = state  # serve() drains through it on SIGTERM
+    app.add_middleware(Guard, state=state, body_timeout_s=settings.body_timeout_s)
+    _add_error_handlers(app)
+    _add_health_routes(app, state)
+    _add_couplet_routes(app, state)
+    _add_page_routes(app, settings)
+    return app
+
+
+def _lifespan(state: dict, settings: Settings, owned: bool):
+    """Load (unless given) and warm the engine in a thread, so ``/healthz`` answers from the first moment;
+    close it at the end if the app built it."""
+
+    def load():
         try:
             if state["engine"] is None:
                 state["engine"] = Engine(settings=settings, batching=True)
@@ -405,17 +428,25 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        t = threading.Thread(target=_load, daemon=True)
-        t.start()
+        threading.Thread(target=load, daemon=True).start()
         yield
-        if state["engine"] is not None and engine is None:
+        if state["engine"] is not None and owned:
             state["engine"].close()
 
-    app = FastAPI(title="chunlian 春联", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
+    return lifespan
 
-    state["inflight"], state["draining"] = 0, False
-    app.state.serving = state  # serve() drains through it on SIGTERM
-    app.add_middleware(Guard, state=state, body_timeout_s=settings.body_timeout_s)
+
+def _ready_engine(state: dict) -> Engine:
+    if not state["ready"] or not state["engine"].alive():
+        raise Unavailable()
+    return state["engine"]
+
+
+# -- errors: every refusal in the one body {"detail": {code, message, zh, en}} ----------------------------
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    retry = {"Retry-After": "1"}
 
     @app.exception_handler(CoupletError)
     async def couplet_error(_: Request, exc: CoupletError):
@@ -424,15 +455,15 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
     @app.exception_handler(Overloaded)
     async def overloaded(_: Request, exc: Overloaded):
         err = CoupletError("overloaded", "人太多了，请稍后再试", "too many requests right now; try again shortly")
-        return JSONResponse({"detail": err.to_dict()}, status_code=503, headers={"Retry-After": "1"})
+        return JSONResponse({"detail": err.to_dict()}, status_code=503, headers=retry)
 
     @app.exception_handler(TimeoutError)
     async def timed_out(_: Request, exc: TimeoutError):
-        return JSONResponse({"detail": TIMED_OUT.to_dict()}, status_code=503, headers={"Retry-After": "1"})
+        return JSONResponse({"detail": TIMED_OUT.to_dict()}, status_code=503, headers=retry)
 
     @app.exception_handler(Unavailable)
     async def unavailable(_: Request, exc: Unavailable):
-        return JSONResponse({"detail": NOT_READY.to_dict()}, status_code=503, headers={"Retry-After": "1"})
+        return JSONResponse({"detail": NOT_READY.to_dict()}, status_code=503, headers=retry)
 
     @app.exception_handler(Exception)
     async def internal(request: Request, exc: Exception):  # a bug: still the documented body (traceback logged)
@@ -455,11 +486,11 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
             err = CoupletError("bad_request", f"请求参数有误：{where}", f"invalid request fields: {where}")
         return JSONResponse({"detail": err.to_dict()}, status_code=422)
 
-    def _engine() -> Engine:
-        if not state["ready"] or not state["engine"].alive():
-            raise Unavailable()
-        return state["engine"]
 
+# -- health and metrics: for the orchestrator and Prometheus, open while draining (Guard) -----------------
+
+
+def _add_health_routes(app: FastAPI, state: dict) -> None:
     @app.get(
         "/healthz",
         response_model=None,
@@ -486,20 +517,49 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
             return JSONResponse({"ready": False}, status_code=503)
         return {"ready": True}
 
-    async def _await(fut: Future, eng: Engine, request: Request) -> dict | None:
-        """The answer, or None once the client has gone: its slot is freed at once, not at the timeout."""
-        waiter = asyncio.wrap_future(fut)
-        deadline = time.monotonic() + eng.settings.request_timeout_s
-        while (left := deadline - time.monotonic()) > 0:
-            done, _ = await asyncio.wait({waiter}, timeout=min(DISCONNECT_POLL_S, left))
-            if done:
-                return waiter.result()
-            if await request.is_disconnected():
-                fut.cancel()
-                return None
-        fut.cancel()
-        raise TimeoutError
+    @app.get(
+        "/metrics",
+        response_class=Response,  # no media type here: the errors below are JSON
+        responses=_errors()
+        | {200: {"description": "Prometheus series", "content": {METRICS_TYPE: {"schema": {"type": "string"}}}}},
+    )
+    def metrics():
+        eng = state["engine"]
+        return Response(eng.metrics.render() if eng else b"", media_type=METRICS_TYPE)
 
+
+# -- the couplets: write or match, check, the year, the PNG -----------------------------------------------
+
+
+async def _await(fut: Future, eng: Engine, request: Request) -> dict | None:
+    """The answer, or None once the client has gone: its slot is freed at once, not at the timeout."""
+    waiter = asyncio.wrap_future(fut)
+    deadline = time.monotonic() + eng.settings.request_timeout_s
+    while (left := deadline - time.monotonic()) > 0:
+        done, _ = await asyncio.wait({waiter}, timeout=min(DISCONNECT_POLL_S, left))
+        if done:
+            return waiter.result()
+        if await request.is_disconnected():
+            fut.cancel()
+            return None
+    fut.cancel()
+    raise TimeoutError
+
+
+def _poster_lines(upper: str, lower: str, horizontal: str, script: str) -> tuple[str, str, str]:
+    """The PNG's two lines and 横批 as drawn, or the refusal the schema cannot express (unequal lines)."""
+    u, l = inputs.pair(upper, lower)
+    if len(u) != len(l):
+        raise CoupletError("unequal", "上下联字数须相等", "the two lines must have the same length")
+    h = "".join(horizontal.split())
+    if not 2 <= len(h) <= 6 or not all(is_han(c) for c in h):
+        raise CoupletError("bad_horizontal", "横批须为二到六个汉字", "the horizontal scroll must be 2–6 characters")
+    if script == "traditional":
+        u, l, h = (s2t().convert(x) for x in (u, l, h))
+    return u, l, h
+
+
+def _add_couplet_routes(app: FastAPI, state: dict) -> None:
     @app.post(
         "/api/v1/couplets",
         # with a response model FastAPI validates and writes the JSON in pydantic-core; without one, its
@@ -510,7 +570,7 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
         | {200: {"description": "the couplets, best first: compact, or with their rule reports (detail full)"}},
     )
     async def couplets(req: CoupletRequest, request: Request):
-        eng = _engine()
+        eng = _ready_engine(state)
         if req.keywords is not None:
             fut = eng.submit_write(
                 req.keywords, req.length, req.placement, req.count, req.seed, req.tones, req.script, req.year
@@ -524,22 +584,12 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
             return Response(status_code=499)
         return shape_answer(ans, req.detail, req.layout)
 
-    @app.get(
-        "/metrics",
-        response_class=Response,  # no media type here: the errors below are JSON
-        responses=_errors()
-        | {200: {"description": "Prometheus series", "content": {METRICS_TYPE: {"schema": {"type": "string"}}}}},
-    )
-    def metrics():
-        eng = state["engine"]
-        return Response(eng.metrics.render() if eng else b"", media_type=METRICS_TYPE)
-
     @app.post(
         "/api/v1/check",
         responses=_errors(CHECK_422, "the model still warming up (code not_ready) or shutting down (shutting_down)"),
     )
     def check(req: CheckRequest):
-        return check_couplet(req.upper, req.lower, req.tones, _engine().writer.vocab)
+        return check_couplet(req.upper, req.lower, req.tones, _ready_engine(state).writer.vocab)
 
     @app.get(
         "/api/v1/year",
@@ -551,6 +601,8 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
         ),
     ):
         return Engine.year(year).to_dict()
+
+    renders = threading.BoundedSemaphore(MAX_RENDERS)
 
     @app.get(
         "/api/v1/couplets/image.png",
@@ -572,14 +624,7 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
         layout: Annotated[Layout, Query(description=LAYOUT_DOC)] = "traditional",
     ):
         """A print-ready PNG: two red strips and the 横批 in the bundled calligraphy."""
-        u, l = inputs.pair(upper, lower)
-        if len(u) != len(l):
-            raise CoupletError("unequal", "上下联字数须相等", "the two lines must have the same length")
-        h = "".join(horizontal.split())
-        if not 2 <= len(h) <= 6 or not all(is_han(c) for c in h):
-            raise CoupletError("bad_horizontal", "横批须为二到六个汉字", "the horizontal scroll must be 2–6 characters")
-        if script == "traditional":
-            u, l, h = (s2t().convert(x) for x in (u, l, h))
+        u, l, h = _poster_lines(upper, lower, horizontal, script)
         if not renders.acquire(blocking=False):  # drawing is CPU work: never queue it behind the couplets
             raise Overloaded("renderer busy")
         try:
@@ -593,7 +638,11 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
             headers={"Content-Disposition": f'inline; filename="{name}"', "Cache-Control": "public, max-age=86400"},
         )
 
-    renders = threading.BoundedSemaphore(MAX_RENDERS)
+
+# -- the page: the gate, its files, and the API docs (Swagger UI, vendored) -----------------------------------
+
+
+def _add_page_routes(app: FastAPI, settings: Settings) -> None:
     web = resources.files("chunlian").joinpath("web")
     app.mount("/static", StaticFiles(directory=str(web)), name="static")
     page_html = web.joinpath("index.html").read_text(encoding="utf-8")
@@ -612,8 +661,6 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
     def page():
         mode = f'data-kiosk="{int(settings.kiosk)}" data-idle-s="{settings.kiosk_idle_s:g}"'
         return page_html.replace("data-mode", mode, 1)
-
-    return app
 
 
 def _security_headers(path: str) -> dict[str, str]:
