@@ -155,3 +155,18 @@ def test_the_spring_register_is_asked_for_where_wanted():
 
     assert spring_register("春回大地千山秀") and not spring_register("蜜月温馨弥宅院")
     assert spring_register("蜜月温馨弥宅院", "spring") and not spring_register("春回大地千山秀", "general")
+
+
+@pytest.mark.parametrize("words", [["财源", "广进"], ["学业", "有成"], ["前程", "似锦"]])
+def test_a_set_phrase_typed_as_two_words_stays_in_one_line(writer, words):
+    """财源 广进 split across the lines at the same place (财源… / 广进…) reads as a broken phrase."""
+    phrase = "".join(words)
+    for c in writer.write(words, count=2, zodiac="羊").couplets:
+        assert phrase in c.upper or phrase in c.lower, (c.upper, c.lower)
+
+
+def test_words_that_are_no_set_phrase_still_pair_across_the_lines():
+    from chunlian.decoding import placement
+
+    best = placement.embed(["如意", "飞跃"], 7, "xin")[0]
+    assert best.upper and best.lower  # one word per line, as a matched pair

@@ -46,6 +46,7 @@ class HengpiChooser:
         self.stoi = {c: i for i, c in enumerate(itos)}
         self.vectors = vectors
         self.phrases = vocabulary()
+        self.texts = frozenset(p.text for p in self.phrases)  # also the set phrases wish words may form
         self._pvec = None
         if vectors is not None:
             raw = np.stack([self._mean(p.text) for p in self.phrases])

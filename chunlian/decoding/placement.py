@@ -3,6 +3,8 @@
 ``embed`` tries every assignment of words to (line, start), keeps those that can still satisfy
 the hard rules (the last character's tone), and ranks them by how a couplet writer would place
 them: on the rhythm's word boundaries, one word per line in parallel positions, tones opposed.
+Words that together make a set phrase (财源 广进) stay together, in order, in one line: split
+across the lines at the same place (财源… / 广进…) they read as a broken phrase, not a pair.
 ``acrostic`` (藏头) puts the characters at the heads of the two lines.
 """
 
@@ -28,7 +30,12 @@ def _starts(n: int, k: int) -> list[int]:
     return sorted(i for i in s if 0 <= i <= n - k)
 
 
-def _score(words: list[str], slots: list[tuple[int, int]], n: int, track: str) -> float | None:
+def _together(words: list[str], slots: list[tuple[int, int]]) -> bool:
+    """Every word in one line, each starting where the one before it ends."""
+    return all(la == lb and sb == sa + len(wa) for (wa, (la, sa)), (lb, sb) in zip(zip(words, slots), slots[1:]))
+
+
+def _score(words: list[str], slots: list[tuple[int, int]], n: int, track: str, phrase: bool = False) -> float | None:
     lines: list[dict[int, str]] = [{}, {}]
     for w, (line, s) in zip(words, slots):
         for j, c in enumerate(w):
@@ -57,14 +64,17 @@ def _score(words: list[str], slots: list[tuple[int, int]], n: int, track: str) -
             a, b = line.get(i), line.get(i + 2)
             if a and b and not opposed(char_tone(a, track), char_tone(b, track)):
                 score -= 0.5
+    if phrase:
+        score += 5.0 if _together(words, slots) else 0.0
     return score
 
 
-def embed(words: list[str], n: int, track: str, limit: int = 2) -> list[Placement]:
+def embed(words: list[str], n: int, track: str, limit: int = 2, phrase: bool = False) -> list[Placement]:
+    """The best ``limit`` placements; ``phrase``: the words, in order, make one set phrase."""
     options = [[(line, s) for line in (0, 1) for s in _starts(n, len(w))] for w in words]
     found = []
     for slots in itertools.product(*options):
-        sc = _score(words, list(slots), n, track)
+        sc = _score(words, list(slots), n, track, phrase)
         if sc is None:
             continue
         lines: list[dict[int, str]] = [{}, {}]
