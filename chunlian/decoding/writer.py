@@ -110,7 +110,8 @@ class CoupletWriter:
         n = inputs.length(length)
         vm = self.masks(tones)
         if mode == "embed":
-            places = placement.embed(words, n, tones)
+            phrase = len(words) > 1 and "".join(words) in self.hengpi.texts
+            places = placement.embed(words, n, tones, phrase=phrase)
             prompt = self.lm.encode_prompt("keywords", words)
         elif mode == "acrostic":
             places = [placement.acrostic(words, n)]
@@ -274,7 +275,7 @@ class CoupletWriter:
                 self.lm.eos_id,
                 False,
                 rng,
-                stock_cost=self.stock_cost,
+                stock_cost=self.stock_cost if spring else 0.0,  # 春联 clichés, not a general line's
                 avoid_cost=rerank.AVOID_COST if avoid else 0.0,
             )
             pairs = [
