@@ -9,9 +9,11 @@ can mask a whole vocabulary at once: 1 = 平, 2 = 仄, 3 = either, 0 = unknown.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import resources
+from itertools import groupby
 
 from pypinyin import Style, lazy_pinyin, pinyin
 
@@ -203,8 +205,8 @@ def repeat_violations(upper: str, lower: str) -> list[str]:
 def check(upper: str, lower: str, track: str = "xin", vocab=None, words: bool = True) -> Report:
     """Every rule of a couplet, hard and soft, with a one-line Chinese explanation each.
 
-    ``words=False`` skips the two word-level soft rules (jieba: parts of speech, 合掌), the slow
-    part, for a first pass over many candidates.
+    ``words=False`` skips the two word-level soft rules (parts of speech, 合掌), the slow part, for a
+    first pass over many candidates.
     """
     tu, tl = line_tones(upper, track), line_tones(lower, track)
     rep = Report(upper, lower, track, {"upper": marks(upper, track), "lower": marks(lower, track)})
@@ -278,56 +280,119 @@ def _end_rule(name: str, label: str, line: str, tones: list[int], want: int) -> 
 
 
 def preload() -> None:
-    """Load every table and dictionary now (jieba's take most of a second), not on a first request."""
+    """Load every table now, not on a first request."""
     pingshui_table()
     inauspicious()
     no_glyph()
-    _pos_classes()
     line_tones("春回大地千山秀", "xin")
     _pos_tags("春回大地千山秀")
 
 
+MAX_WORD = 4  # the word table holds words of 1–4 Han characters
+
+
+@dataclass(frozen=True)
+class WordTable:
+    """What the two word-level rules need from a dictionary, shipped as data/words.tsv.
+
+    Built from jieba's dictionary by scripts/build_word_table.py so that serving does not load jieba
+    (about 1.2 s and 110 MB): ``words`` maps a word to (log probability, coarse class); ``run`` is a
+    character's class inside a run of single characters, where jieba's HMM tagger would decide.
+    """
+
+    words: dict[str, tuple[float, str]]
+    run: dict[str, str]
+    unknown: float  # log probability of a character the table lacks (jieba: frequency 1)
+
+
+def parse_word_table(text: str) -> WordTable:
+    """Lines ``total<TAB>N``, ``w<TAB>class<TAB>frequency<TAB>words…`` and ``r<TAB>class<TAB>chars``."""
+    rows = [ln.split("\t") for ln in text.splitlines() if ln and not ln.startswith("#")]
+    log_total = next(math.log(int(r[1])) for r in rows if r[0] == "total")
+    words: dict[str, tuple[float, str]] = {}
+    run: dict[str, str] = {}
+    for r in rows:
+        if r[0] == "w":  # one shared value tuple per line keeps the table small in memory
+            words.update(dict.fromkeys(r[3].split(" "), (math.log(int(r[2])) - log_total, r[1])))
+        elif r[0] == "r":
+            run.update(dict.fromkeys(r[2], r[1]))
+    return WordTable(words, run, -log_total)
+
+
 @lru_cache(maxsize=1)
-def _pos_classes() -> dict[str, str]:
-    out = {}
-    for line in _data("pos_classes.tsv").splitlines():
-        if line and not line.startswith("#"):
-            cls, flags = line.split("\t")
-            out.update({f: cls for f in flags.split()})
+def word_table() -> WordTable:
+    return parse_word_table(_data("words.tsv"))
+
+
+def segment(run: str, table: WordTable) -> list[str]:
+    """Maximum-probability segmentation of a run of Han characters (jieba's method, without its HMM).
+
+    ``best[i]`` is the best (log probability, end of the first word) of ``run[i:]``; ties go to the
+    longer word, as in jieba.
+    """
+    n, words = len(run), table.words
+    best = [(0.0, n)] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        ends = [j for j in range(i + 1, min(n, i + MAX_WORD) + 1) if run[i:j] in words]
+        options = [(words[run[i:j]][0] + best[j][0], j) for j in ends]
+        best[i] = max(options, default=(table.unknown + best[i + 1][0], i + 1))
+    out, i = [], 0
+    while i < n:
+        out.append(run[i : best[i][1]])
+        i = best[i][1]
     return out
 
 
-def _cls(flag: str) -> str:
-    table = _pos_classes()
-    return table.get(flag, table.get(flag[:1], "X"))
+def split_words(line: str, table: WordTable) -> list[str]:
+    """Words of a line: each run of Han characters segmented, anything else one character a word."""
+    out: list[str] = []
+    for han, chars in groupby(line, key=is_han):
+        text = "".join(chars)
+        out += segment(text, table) if han else list(text)
+    return out
+
+
+def word_classes(line: str, table: WordTable) -> list[str]:
+    """Coarse class of the word each character belongs to.
+
+    Single characters next to each other that make no word are what jieba hands to its HMM tagger;
+    they take the class that tagger most often gives the character (``run``), else their own.
+    """
+    words = split_words(line, table)
+    out: list[str] = []
+    for k, w in enumerate(words):
+        cls = table.words.get(w, (0.0, "X"))[1]
+        if in_single_run(words, k, table):
+            cls = table.run.get(w, cls)
+        out += [cls] * len(w)
+    return out
+
+
+def in_single_run(words: list[str], k: int, table: WordTable) -> bool:
+    """Word k is a single Han character within two or more such characters that are not one word."""
+    if len(words[k]) != 1 or not is_han(words[k]):
+        return False
+    lo = hi = k
+    while lo > 0 and len(words[lo - 1]) == 1 and is_han(words[lo - 1]):
+        lo -= 1
+    while hi + 1 < len(words) and len(words[hi + 1]) == 1 and is_han(words[hi + 1]):
+        hi += 1
+    return hi > lo and "".join(words[lo : hi + 1]) not in table.words
 
 
 @lru_cache(maxsize=8192)
 def _pos_tags(line: str) -> tuple[tuple[str, str], ...]:
     """(word-level, character-level) coarse class of each character."""
-    import jieba
-    import jieba.posseg as pseg
-
-    jieba.setLogLevel(60)
-    words = []
-    for w in pseg.cut(line):
-        words += [_cls(w.flag)] * len(w.word)
-    chars = [_char_cls(c) if c not in PUNCT else "P" for c in line]
-    return tuple(zip(words, chars))
-
-
-@lru_cache(maxsize=16384)
-def _char_cls(ch: str) -> str:
-    import jieba.posseg as pseg
-
-    return _cls(next(iter(pseg.cut(ch))).flag)
+    table = word_table()
+    chars = ["P" if c in PUNCT else table.words.get(c, (0.0, "X"))[1] for c in line]
+    return tuple(zip(word_classes(line, table), chars))
 
 
 def pos_agreement(upper: str, lower: str) -> float:
     """Share of characters whose coarse part of speech matches across the lines (词性相对).
 
-    jieba's tagger reads modern prose, so a position counts as matched when either the word's tag
-    or the character's own tag agrees; the score is a soft signal, never a hard rule.
+    The tags (jieba's dictionary, see ``WordTable``) read modern prose, so a position counts as matched
+    when either the word's tag or the character's own tag agrees; the score is a soft signal, never a hard rule.
     """
     a, b = _pos_tags(upper), _pos_tags(lower)
     pairs = [(x, y) for x, y, c in zip(a, b, upper) if c not in PUNCT]
@@ -336,8 +401,6 @@ def pos_agreement(upper: str, lower: str) -> float:
 
 def hezhang_words(upper: str, lower: str) -> list[str]:
     """Words of two or more characters used by both lines (the lines saying the same thing)."""
-    import jieba
-
-    jieba.setLogLevel(60)
-    wu = {w for w in jieba.lcut(upper) if len(w) > 1}
-    return sorted(w for w in jieba.lcut(lower) if len(w) > 1 and w in wu)
+    table = word_table()
+    wu = {w for w in split_words(upper, table) if len(w) > 1}
+    return sorted(w for w in split_words(lower, table) if len(w) > 1 and w in wu)
