@@ -1,5 +1,5 @@
 """Export a training checkpoint to the shipped model directory: ONNX graph with a KV cache,
-an int8 dynamically-quantised copy, the vocabulary, the config and the embedding table.
+a static int8 copy (QDQ, calibrated), the vocabulary, the config and the embedding table.
 
 Graph inputs: input_ids (B,T) int64, positions (B,T) int64, key_mask (B,P+T) float32,
 past (L,2,B,H,P,D) float32; outputs: logits (B,T,V), present (L,2,B,H,P+T,D).
@@ -44,10 +44,12 @@ def semantic_vectors(emb: np.ndarray, dims: int = 64) -> np.ndarray:
     return (centred @ vt[:dims].T).astype(np.float16)
 
 
-def export(ckpt: str | Path, out_dir: str | Path, quantize: bool = True, meta: dict | None = None) -> Path:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    model, tok = load_checkpoint(ckpt)
+def export_graph(model: GPT, path: str | Path, fold: bool) -> Path:
+    """The network as an ONNX graph with a KV cache (batch, new and past lengths dynamic).
+
+    Unfolded, the tied embedding is stored once (the fp32 file); folded, the output projection
+    becomes a plain initializer that int8 quantisation can turn into int8 weights.
+    """
     cfg = model.cfg
     H, D = cfg.n_head, cfg.n_embd // cfg.n_head
     B, T, P = 2, 3, 4
@@ -57,43 +59,41 @@ def export(ckpt: str | Path, out_dir: str | Path, quantize: bool = True, meta: d
         torch.ones(B, P + T),
         torch.zeros(cfg.n_layer, 2, B, H, P, D),
     )
+    torch.onnx.export(
+        _Wrapped(model),
+        args,
+        str(path),
+        input_names=["input_ids", "positions", "key_mask", "past"],
+        output_names=["logits", "present"],
+        dynamic_axes={
+            "input_ids": {0: "batch", 1: "new"},
+            "positions": {0: "batch", 1: "new"},
+            "key_mask": {0: "batch", 1: "total"},
+            "past": {2: "batch", 4: "past_len"},
+            "logits": {0: "batch", 1: "new"},
+            "present": {2: "batch", 4: "total"},
+        },
+        opset_version=17,
+        do_constant_folding=fold,
+        dynamo=False,
+    )
+    return Path(path)
 
-    def _export(path: Path, fold: bool) -> None:
-        torch.onnx.export(
-            _Wrapped(model),
-            args,
-            str(path),
-            input_names=["input_ids", "positions", "key_mask", "past"],
-            output_names=["logits", "present"],
-            dynamic_axes={
-                "input_ids": {0: "batch", 1: "new"},
-                "positions": {0: "batch", 1: "new"},
-                "key_mask": {0: "batch", 1: "total"},
-                "past": {2: "batch", 4: "past_len"},
-                "logits": {0: "batch", 1: "new"},
-                "present": {2: "batch", 4: "total"},
-            },
-            opset_version=17,
-            do_constant_folding=fold,
-            dynamo=False,
-        )
 
-    # Unfolded, the tied embedding is stored once (fp32 file); folded, the output projection
-    # becomes a plain initializer that dynamic quantisation can turn into int8.
-    _export(out / FP32, fold=False)
-    if quantize:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-
-        folded = out / "folded.tmp.onnx"
-        _export(folded, fold=True)
-        quantize_dynamic(str(folded), str(out / INT8), weight_type=QuantType.QInt8)
-        folded.unlink()
+def export(ckpt: str | Path, out_dir: str | Path, quantize: bool = True, meta: dict | None = None) -> Path:
+    """Write the model directory; with ``quantize`` also its static int8 graph (see ``quantize``)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    model, tok = load_checkpoint(ckpt)
+    export_graph(model, out / FP32, fold=False)
     tok.save(out / "vocab.txt")
     np.save(out / "embeddings.npy", semantic_vectors(model.wte.weight.detach().numpy()))
     state = torch.load(ckpt, map_location="cpu", weights_only=False)
     training = {"steps": state["step"], "minutes": round(state["elapsed"] / 60, 1), "tokens": state["tokens"]}
-    info = {"config": cfg.to_dict(), "format": "chunlian-gpt-kv/1", "training": training} | (meta or {})
+    info = {"config": model.cfg.to_dict(), "format": "chunlian-gpt-kv/1", "training": training} | (meta or {})
     (out / "config.json").write_text(json.dumps(info, ensure_ascii=False, indent=2), encoding="utf-8")
+    if quantize:
+        quantize_dir(out)  # calibration runs the finished fp32 directory, so it comes last
     return out
 
 
@@ -113,6 +113,48 @@ def load_exported(model_dir: str | Path) -> tuple[GPT, Tokenizer]:
     model.load_state_dict(weights)
     model.eval()
     return model, Tokenizer.load(d / "vocab.txt")
+
+
+def weight_products(path: str | Path) -> list[str]:
+    """The MatMul nodes whose right side is a weight matrix: the ones int8 speeds up. Attention's
+    activation-by-activation products stay fp32 (little work at these lengths, and precise)."""
+    import onnx
+
+    graph = onnx.load(str(path)).graph
+    weights = {i.name for i in graph.initializer}
+    return [n.name for n in graph.node if n.op_type == "MatMul" and n.input[1] in weights]
+
+
+def quantize_dir(model_dir: str | Path, words: int = 24, out: str | Path | None = None, **options) -> Path:
+    """Static int8 graph of a model directory (its ``couplet.int8.onnx`` unless ``out``).
+
+    QDQ, per-channel int8 weights, uint8 activations whose scales are calibrated on what the fp32
+    model is fed while writing couplets (``chunlian.model.calibrate``). The scales are constants,
+    so a row's result does not depend on its batch companions, unlike dynamic quantisation's.
+    Products keep fp32 outputs (ONNX Runtime fuses them to MatMulIntegerToFloat): an 8-bit grid
+    on every product's output measured seven times the KL divergence from fp32 of this.
+    """
+    import tempfile
+
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    from chunlian.model.calibrate import Calibration
+
+    d = Path(model_dir)
+    target = Path(out or d / INT8)
+    model, _ = load_exported(d)
+    with tempfile.TemporaryDirectory() as tmp:
+        folded = export_graph(model, Path(tmp) / "folded.onnx", fold=True)
+        settings = {
+            "quant_format": QuantFormat.QDQ,
+            "per_channel": True,
+            "weight_type": QuantType.QInt8,
+            "activation_type": QuantType.QUInt8,
+            "nodes_to_quantize": weight_products(folded),
+            "extra_options": {"OpTypesToExcludeOutputQuantization": ["MatMul"]},
+        } | options
+        quantize_static(str(folded), str(target), Calibration(d, words), **settings)
+    return target
 
 
 def to_hf_gpt2(source: str | Path, out_dir: str | Path) -> Path:
