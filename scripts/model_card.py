@@ -287,15 +287,28 @@ def blind_section() -> list[str]:
     if not f.exists():
         return []
     r = json.loads(f.read_text(encoding="utf-8"))
-    return [
+    readers = r.get("readers") or [r]
+    each = "; ".join(
+        f"{x['accuracy']:.0%} (scores {x['mean_score_machine']} vs {x['mean_score_person']})" for x in readers
+    )
+    lines = [
         "## Blind read",
         "",
-        f"{r['items']} couplets, chunlian's shuffled among real ones from the dev split, read by a literate "
-        f"reader who knew neither the key nor the source (`{r['command']}`, at commit {r['commit']}): machine "
-        f"told apart {r['accuracy']:.0%} of the time (chance 50%); mean score {r['mean_score_machine']} for "
-        f"chunlian, {r['mean_score_person']} for the real ones (1–5).",
-        "",
+        f"{r['items']} couplets, chunlian's shuffled among real ones from the dev split, read by "
+        f"{len(readers)} literate reader(s) apart, who knew neither the key nor the source (`{r['command']}`, "
+        f"at commit {r['commit']}): machine told apart {r['accuracy']:.1%} of the time on average (chance 50%; "
+        f"each: {each}); mean score {r['mean_score_machine']} for chunlian, {r['mean_score_person']} for the "
+        "real ones (1–5).",
     ]
+    if "before" in r:
+        b = r["before"]
+        lines.append(
+            f"Before (commit {b.get('commit', '?')}): {b['accuracy']:.0%}, scores {b['mean_score_machine']} vs "
+            f"{b['mean_score_person']}."
+        )
+    if "reader_note" in r:
+        lines.append(f"What gave the machine away: {r['reader_note']}.")
+    return lines + [""]
 
 
 def samples_section(samples) -> list[str]:
