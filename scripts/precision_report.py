@@ -12,7 +12,6 @@ alternating so machine noise hits both alike; only ratios within one run mean an
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -113,7 +112,8 @@ def report(args, n: int, res: dict, same: float, agreement: tuple, med: dict, ca
     lines = [
         "# Precision: static int8 vs fp32 (ONNX Runtime, CPU)",
         "",
-        f"Measured with `{' '.join(['python', 'scripts/precision_report.py', *sys.argv[1:]])}`: "
+        f"Measured with `python scripts/precision_report.py --data {args.data} --limit {args.limit} "
+        f"--agree {args.agree}`: "
         f"{n} dev upper lines (fixed-hash dev split, couplet sources), lower line decoded "
         "deterministically by each precision. The int8 graph is `python scripts/quantize.py chunlian/weights` "
         "(static QDQ, see below).",
