@@ -174,8 +174,9 @@ class Batcher:
             out, r = call(self.lm, merged), 0
             self.on_batch(rows, len(chunk))
             for j in chunk:
-                self._advance(j, out[r : r + len(j.op.seqs)])
-                r += len(j.op.seqs)
+                n = len(j.op.seqs)  # read before advancing: the job then holds its next op
+                self._advance(j, out[r : r + n])
+                r += n
         for chunk, rows in self._chunks(starts, lambda j: len(j.op.prompts)):
             outs = self.lm.start_many([j.op.prompts for j in chunk])
             self.on_batch(rows, len(chunk))
