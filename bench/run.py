@@ -392,7 +392,7 @@ def main() -> None:
         f"{sp['model_s'] * 1000:.1f} ms ({sp['model_s'] / sp['total_s']:.0%}) inside ONNX Runtime: "
         f"{sp['calls']:.0f} model calls of {sp['rows'] / sp['calls']:.1f} rows on average (the upper line for two "
         "placements of the wish word × beam 4, then 4 uppers × beam 2 for the lower). The rest is the search "
-        "on the Python side, the rule checks (jieba for the word-level rules) and the 横批.",
+        "on the Python side, the rule checks (a word table for the word-level rules) and the 横批.",
         "",
         "One decoding step of the shipped fp32 graph (a 20-token KV cache), by batch rows — the floor under every "
         "figure above: a couplet needs about 16 sequential steps.",

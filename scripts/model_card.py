@@ -327,7 +327,7 @@ def limits_section() -> list[str]:
         "",
         "- A small model trained for a few hours on a CPU: lines are well-formed by construction, but "
         "meaning is often loose; the reranker prefers fluent, relevant, rule-keeping candidates, not deep sense.",
-        "- Parts-of-speech agreement uses jieba, which reads modern prose; it is a soft signal only.",
+        "- Parts-of-speech agreement reads a word table built from jieba's dictionary (modern prose); it is a soft signal only.",
         "- 新韵 uses pypinyin's reading in context; 平水韵 counts a character with both readings as either.",
         "- The 横批 is chosen from a fixed vocabulary (chunlian/data/hengpi.txt), not written by the model.",
         "",

@@ -321,7 +321,7 @@ class CoupletWriter:
 
         Three passes: every candidate gets the hard rules (form and sense) and the tone-level
         soft rules; a shortlist is scored in the reverse direction (one model call); the best few
-        also get the word-level rules (jieba), which cost the most. With ``avoid`` (换一副), those
+        also get the word-level rules (a word table: 词性相对, 合掌), which cost the most. With ``avoid`` (换一副), those
         changing at least half of what was written come first.
         """
         made = {"both": lambda u, l: u + l, "upper": lambda u, l: u, "lower": lambda u, l: l}[vary]
