@@ -164,12 +164,7 @@ def _avoid_penalty(vm: VocabMasks, logp: np.ndarray, specs: list[LineSpec], grp,
         for g in np.unique(grp)
         if pos < len(specs[g].avoid) and specs[g].free_at(pos) and specs[g].avoid[pos] in vm.stoi
     ]
-    if not hits:
-        return logp
-    logp = logp.copy()
-    for rows, tok in hits:
-        logp[rows, tok] -= cost
-    return logp
+    return _charge(logp, hits, cost)
 
 
 def _stock_penalty(vm: VocabMasks, logp: np.ndarray, ids: np.ndarray, cost: float) -> np.ndarray:
@@ -178,9 +173,14 @@ def _stock_penalty(vm: VocabMasks, logp: np.ndarray, ids: np.ndarray, cost: floa
         for r, key in enumerate(zip(ids[:, -2].tolist(), ids[:, -1].tolist()))
         if key in vm.stock_next
     ]
+    return _charge(logp, hits, cost)
+
+
+def _charge(logp: np.ndarray, hits: list, cost: float) -> np.ndarray:
+    """``cost`` taken from each (rows, tokens) of ``hits``; the caller's array is left as it was."""
     if not hits:
         return logp
     logp = logp.copy()
-    for r, nxt in hits:
-        logp[r, nxt] -= cost
+    for rows, toks in hits:
+        logp[rows, toks] -= cost
     return logp
