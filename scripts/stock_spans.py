@@ -4,7 +4,8 @@ Two sources, both measured here:
 - the genre's own clichés: spans in at least ``--corpus-min`` pairs of the 春联 book (training data);
 - the model's habits: spans in at least ``--model-min`` of the deterministic couplets written for a
   calibration set of wish words (the first and the last two characters of each 横批 in the shipped
-  vocabulary, minus every word of docs/keywords*.txt, so the evaluation sets stay unseen).
+  vocabulary, and with ``--book-words N`` the N commonest two-character words of the 春联 book),
+  minus every word of docs/keywords*.txt, so the evaluation sets stay unseen.
 
     python scripts/stock_spans.py --data ../shared/data
 """
@@ -15,6 +16,7 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
+from chunlian import prosody
 from chunlian.decoding.hengpi import vocabulary
 from chunlian.decoding.rerank import stock_spans
 
@@ -32,26 +34,37 @@ def corpus(data: Path, least: int) -> list[str]:
     return sorted(s for s, n in count.items() if n >= least)
 
 
-def calibration_words() -> list[str]:
+def book_words(data: Path, most: int) -> list[str]:
+    """The ``most`` commonest two-character words of the 春联 book's lines (training data)."""
+    table = prosody.word_table()
+    count = Counter()
+    for line in (data / "chunlian_pairs.tsv").read_text(encoding="utf-8").splitlines():
+        for text in line.split("\t")[:2]:
+            count.update(w for w in prosody.split_words(text, table) if len(w) == 2)
+    return [w for w, _ in count.most_common(most)]
+
+
+def calibration_words(data: Path | None = None, extra: int = 0) -> list[str]:
     held = {
         w
         for f in Path("docs").glob("keywords*.txt")
         for ln in f.read_text(encoding="utf-8").splitlines()
         for w in ln.split()
     }
+    halves = [half for p in vocabulary() for half in (p.text[:2], p.text[2:])]
     words = []
-    for w in (half for p in vocabulary() for half in (p.text[:2], p.text[2:])):
+    for w in halves + (book_words(data, extra) if data and extra else []):
         if w not in held and w not in words and len(set(w)) == 2:
             words.append(w)
     return words
 
 
-def model(least: int) -> list[str]:
+def model(least: int, words: list[str]) -> list[str]:
     from chunlian.engine import Engine
 
     writer = Engine().writer
     count = Counter()
-    for w in calibration_words():
+    for w in words:
         try:
             c = writer.write([w], count=1).couplets[0]
         except Exception:  # noqa: BLE001 — a word the writer refuses simply adds nothing
@@ -65,11 +78,13 @@ def main() -> None:
     ap.add_argument("--data", default="../shared/data")
     ap.add_argument("--corpus-min", type=int, default=10)
     ap.add_argument("--model-min", type=int, default=3)
+    ap.add_argument("--book-words", type=int, default=0, help="also calibrate on the book's N commonest words")
     args = ap.parse_args()
+    words = calibration_words(Path(args.data), args.book_words)
     # the table only grows: the model is calibrated with today's costs in force, so a habit they
     # suppress would not show again and would come back if dropped
     have = set(stock_spans()) if OUT.exists() else set()
-    found = sorted(have | set(corpus(Path(args.data), args.corpus_min)) | set(model(args.model_min)))
+    found = sorted(have | set(corpus(Path(args.data), args.corpus_min)) | set(model(args.model_min, words)))
     head = "# Stock three-character spans (scripts/stock_spans.py): a search pays for each it writes.\n"
     OUT.write_text(head + "\n".join(" ".join(found[i : i + 12]) for i in range(0, len(found), 12)) + "\n", "utf-8")
     print(f"{len(found)} spans ({len(set(found) - have)} new) -> {OUT}")
