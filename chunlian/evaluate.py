@@ -159,7 +159,9 @@ def eval_keywords(engine, path, limit=None, tones="xin", length=7, out=None, pro
             slips["hengpi_repeats"] += c.horizontal in c.upper or c.horizontal in c.lower
             hengpi[c.horizontal] += 1
             other = engine.writer.write(words, length=length, count=1, tones=tones, zodiac=y.zodiac, seed=1)
-            varied += rerank.differs((c.upper, c.lower), (other.couplets[0].upper, other.couplets[0].lower)) >= 0.5
+            varied += (
+                rerank.differs((c.upper, c.lower), (other.couplets[0].upper, other.couplets[0].lower)) >= rerank.VARIED
+            )
         except CoupletError as e:
             tally.failed += 1
             lines.append(f"{' '.join(words)}\t\t\t\t{e.code}")

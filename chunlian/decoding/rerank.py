@@ -19,6 +19,7 @@ STOCK_COST = 2.5  # log-prob taken from a token that completes a stock span (dur
 GLOOM_COST = 1.0  # a negation that is not a set blessing (无疆, 不老)
 IMAGERY_BONUS = 0.15  # the year's own imagery (羊年: 吉羊, 三阳)
 AVOID_COST = 2.0  # 换一副: the deterministic couplet's character at the same free position
+VARIED = 0.5  # 换一副 should change at least this share of the characters (writer and evaluation alike)
 
 
 def _lines(name: str) -> list[str]:

@@ -108,6 +108,7 @@ class CoupletWriter:
     def _write(self, keywords, length, mode, count, seed, tones, zodiac, avoid=None) -> Search:
         words = inputs.keywords(keywords, self.vocab)
         n = inputs.length(length)
+        avoid_cost = rerank.AVOID_COST if avoid else 0.0
         vm = self.masks(tones)
         if mode == "embed":
             phrase = len(words) > 1 and "".join(words) in self.hengpi.texts
@@ -148,7 +149,7 @@ class CoupletWriter:
                 True,
                 rng,
                 stock_cost=self.stock_cost,
-                avoid_cost=rerank.AVOID_COST if avoid else 0.0,
+                avoid_cost=avoid_cost,
             )
             uppers = []
             seen = set()
@@ -190,7 +191,7 @@ class CoupletWriter:
                 False,
                 rng,
                 stock_cost=self.stock_cost,
-                avoid_cost=rerank.AVOID_COST if avoid else 0.0,
+                avoid_cost=avoid_cost,
             )
             found = yield from self._finish(
                 [(uppers[row.group][1], "".join(row.text), uppers[row.group][2] + row.score) for row in res2.rows],
@@ -238,6 +239,7 @@ class CoupletWriter:
                 "bad_direction", "方向只能是 auto、upper 或 lower", "direction must be auto, upper or lower"
             )
         text = inputs.line(upper, self.vocab, auspicious=False)
+        avoid_cost = rerank.AVOID_COST if avoid else 0.0
         spring = inputs.spring_register(text, register)
         vm = self.masks(tones)
         t = prosody.line_tones(text, tones)
@@ -276,7 +278,7 @@ class CoupletWriter:
                 False,
                 rng,
                 stock_cost=self.stock_cost if spring else 0.0,  # 春联 clichés, not a general line's
-                avoid_cost=rerank.AVOID_COST if avoid else 0.0,
+                avoid_cost=avoid_cost,
             )
             pairs = [
                 ("".join(r.text), text, r.score) if reverse else (text, "".join(r.text), r.score) for r in res.rows
@@ -321,8 +323,8 @@ class CoupletWriter:
 
         Three passes: every candidate gets the hard rules (form and sense) and the tone-level
         soft rules; a shortlist is scored in the reverse direction (one model call); the best few
-        also get the word-level rules (a word table: 词性相对, 合掌), which cost the most. With ``avoid`` (换一副), those
-        changing at least half of what was written come first.
+        also get the word-level rules (a word table: 词性相对, 合掌), which cost the most. With
+        ``avoid`` (换一副), those changing at least ``rerank.VARIED`` of what was written come first.
         """
         made = {"both": lambda u, l: u + l, "upper": lambda u, l: u, "lower": lambda u, l: l}[vary]
 
@@ -354,7 +356,7 @@ class CoupletWriter:
             return chosen
 
         def fresh(c: Couplet) -> bool:
-            return not avoid or rerank.changed(made(c.upper, c.lower), made(*avoid)) >= 0.5
+            return not avoid or rerank.changed(made(c.upper, c.lower), made(*avoid)) >= rerank.VARIED
 
         totals = {(u, l): s for u, l, s in pairs}
         first = [c for c in (score(u, l, s, False) for u, l, s in pairs) if c is not None]
