@@ -4,7 +4,6 @@ Kubernetes OpenAPI schemas (kubernetes-validate) and the ServiceMonitor its CRD'
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -12,13 +11,11 @@ import sys
 
 import yaml
 from ops_support import DEPLOY, ROOT
+from script_support import load_script
 
 
 def _dashboard_module():
-    spec = importlib.util.spec_from_file_location("chunlian_dashboard", DEPLOY / "grafana" / "dashboard.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(DEPLOY / "grafana" / "dashboard.py", "chunlian_dashboard")
 
 
 def test_dashboard_json_is_the_generators_output():

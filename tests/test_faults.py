@@ -4,7 +4,6 @@ Most of these drive a real `chunlian serve` process (what a disconnect, a slow s
 depends on the HTTP server, not only on the app), started the way bench/soak.py starts it.
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -18,14 +17,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from script_support import load_script
 
 from chunlian.errors import CoupletError
 from chunlian.model.runtime import OnnxLM, default_model_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("soak", ROOT / "bench" / "soak.py")
-soak = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(soak)
+soak = load_script(ROOT / "bench" / "soak.py")
 
 MODEL_FILES = ("config.json", "vocab.txt", "couplet.onnx", "couplet.int8.onnx", "embeddings.npy")
 

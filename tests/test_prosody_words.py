@@ -1,11 +1,11 @@
 """The word-level rules (词性相对, 合掌) run on the shipped word table, without jieba, and stay close to jieba."""
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from script_support import load_script
 
 from chunlian import prosody
 
@@ -56,10 +56,7 @@ def test_parts_of_speech_agree_on_a_well_matched_couplet_and_not_on_a_mismatched
 
 
 def _builder():
-    spec = importlib.util.spec_from_file_location("build_word_table", ROOT / "scripts" / "build_word_table.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(ROOT / "scripts" / "build_word_table.py")
 
 
 def test_agreement_with_jieba_on_held_out_couplets():

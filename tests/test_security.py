@@ -2,7 +2,6 @@
 made to allocate without bound, and the kiosk page has no control that reaches the operating system."""
 
 import http.client
-import importlib.util
 import io
 import re
 import signal
@@ -12,6 +11,7 @@ import pytest
 from app_support import ready_app
 from fastapi.testclient import TestClient
 from PIL import Image
+from script_support import load_script
 
 from chunlian import poster
 from chunlian.decoding.inputs import MAX_LINE
@@ -21,9 +21,7 @@ from chunlian.server import CSP, DOCS_CSP, create_app
 
 ROOT = Path(__file__).resolve().parents[1]
 WEB = ROOT / "chunlian" / "web"
-_spec = importlib.util.spec_from_file_location("soak", ROOT / "bench" / "soak.py")
-soak = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(soak)
+soak = load_script(ROOT / "bench" / "soak.py")
 
 
 @pytest.fixture(scope="module")
