@@ -12,6 +12,7 @@ history of earlier measurements (docs/MODEL_HISTORY.md, each figure with its com
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import platform
 import subprocess
@@ -95,19 +96,29 @@ def dev_losses(data: str, model_dir: Path) -> dict:
 
 
 def dev_metrics(eng, data: str, limit: int, tmp: Path) -> dict:
-    """Each dev set with the shipped reranking, and again without relevance (its measured effect)."""
+    """Each dev set with the shipped reranking, and again without relevance and without the 字对
+    bonus (what each one adds)."""
     results = {}
     for name, (srcs, register) in SETS.items():
         f = tmp / f"dev{len(results)}.tsv"
         total = dev_file(data, srcs, limit, f)
         r = evaluate.eval_pairs(eng, f, out=tmp / f"out{len(results)}.tsv", register=register)
-        weight, eng.writer.relevance_weight = eng.writer.relevance_weight, 0.0
-        try:
-            plain = evaluate.eval_pairs(eng, f, register=register)
-        finally:
-            eng.writer.relevance_weight = weight
-        results[name] = r | {"dev_pairs_total": total, "register": register, "bleu4_no_relevance": plain["bleu4"]}
+        r |= {"dev_pairs_total": total, "register": register}
+        again = functools.partial(evaluate.eval_pairs, eng, f, register=register)
+        for knob in ("relevance_weight", "pair_weight"):
+            r[f"bleu4_no_{knob}"] = without(eng.writer, knob, again)["bleu4"]
+        results[name] = r
     return results
+
+
+def without(writer, knob: str, run):
+    """``run()`` with one of the writer's weights set to zero."""
+    weight = getattr(writer, knob)
+    setattr(writer, knob, 0.0)
+    try:
+        return run()
+    finally:
+        setattr(writer, knob, weight)
 
 
 def keyword_metrics(eng, tmp: Path) -> dict:
@@ -118,11 +129,8 @@ def keyword_metrics(eng, tmp: Path) -> dict:
         made += [(r[1], r[2]) for r in rows if len(r) == 4]
     # the repetition goal is over both sets together
     out["both sets"] = {"stock_spans": evaluate.repeated_spans(made), "n": len(made)}
-    weight, eng.writer.relevance_weight = eng.writer.relevance_weight, 0.0
-    try:
-        out["keywords.txt, no relevance"] = evaluate.eval_keywords(eng, ROOT / "docs" / "keywords.txt")
-    finally:
-        eng.writer.relevance_weight = weight
+    again = functools.partial(evaluate.eval_keywords, eng, ROOT / "docs" / "keywords.txt")
+    out["keywords.txt, no relevance"] = without(eng.writer, "relevance_weight", again)
     return out
 
 
@@ -191,7 +199,9 @@ def model_section(params: dict, sizes: dict) -> list[str]:
         "- Served as ONNX with a KV cache (`past` in, `present` out) under ONNX Runtime; fp32 by default, an "
         "int8 dynamically quantised copy beside it (docs/PRECISION.md).",
         "- Ranking (`chunlian/decoding/rerank.py`): forward log-prob per character, plus "
-        "the reverse direction's (relevance), soft rules, stock spans costing the search, the year's imagery.",
+        "the reverse direction's (relevance), soft rules, stock spans costing the search, the year's imagery, "
+        "and a 字对 bonus in the search for characters that answer the other line's at the same place "
+        "(PMI of aligned characters in the training split, `scripts/build_pair_table.py`).",
         "",
         "| file | bytes |",
         "| --- | --- |",
@@ -241,16 +251,17 @@ def dev_section(loss: dict, dev: dict) -> list[str]:
         "sacrebleu with character tokens against the one reference lower line. Skipped: dev lines outside the "
         "product's input limits (under 4 characters). No result: a character outside the vocabulary, or no "
         "candidate passed every hard rule. Hard pass, rhythm, 重字 and distinct-2 are over the couplets returned. "
-        "'no relevance': the same run with the reverse-direction score switched off.",
+        "'no relevance': the same run with the reverse-direction score switched off; 'no 字对': without the "
+        "bonus for characters that answer the other line's at the same place (chunlian/data/char_pairs.tsv).",
         "",
-        "| set | register | n (of dev total) | skipped | no result | BLEU-4 | BLEU-4 no relevance | exact | hard pass "
-        "| rhythm opposed | 重字 | distinct-2 |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| set | register | n (of dev total) | skipped | no result | BLEU-4 | BLEU-4 no relevance | BLEU-4 no 字对 "
+        "| exact | hard pass | rhythm opposed | 重字 | distinct-2 |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, r in dev.items():
         lines.append(
             f"| {name} | {r['register']} | {r['n']} ({r['dev_pairs_total']}) | {r['skipped']} | {r['failed']} | "
-            f"{r['bleu4']} | {r['bleu4_no_relevance']} | {r['exact_match']:.2%} | {r['hard_pass_rate']:.2%} | "
+            f"{r['bleu4']} | {r['bleu4_no_relevance_weight']} | {r['bleu4_no_pair_weight']} | {r['exact_match']:.2%} | {r['hard_pass_rate']:.2%} | "
             f"{r['rhythm_opposition_rate']:.2%} | {r['repeat_rate']:.2%} | {r['distinct2']:.3f} |"
         )
     return lines + [""]

@@ -14,7 +14,7 @@ from functools import cached_property
 import numpy as np
 
 from chunlian.calendar import ANIMALS, FAREWELL, WELCOME, YEAR_WORDS, previous_animal
-from chunlian.decoding.rerank import stock_spans
+from chunlian.decoding.rerank import char_pairs, stock_spans
 from chunlian.prosody import EITHER, PING, PUNCT, UNKNOWN, ZE, char_tone, inauspicious, is_han, no_glyph, rhythm_points
 
 
@@ -37,6 +37,7 @@ class VocabMasks:
         # opposite[tone code] as one table, so a whole batch of rows is masked by fancy indexing
         self.opposite = np.stack([self.opposite_of(code) for code in range(max(PING, ZE, EITHER, UNKNOWN) + 1)])
         self.stock_next = self._stock_index()
+        self.partners = {spring: self._pair_index(spring) for spring in (False, True)}
 
     def _stock_index(self) -> dict[tuple[int, int], np.ndarray]:
         """(first, second) character ids -> the third characters that would complete a stock span."""
@@ -46,6 +47,16 @@ class VocabMasks:
                 a, b, c = (self.stoi[ch] for ch in span)
                 index.setdefault((a, b), []).append(c)
         return {k: np.array(v) for k, v in index.items()}
+
+    def _pair_index(self, spring: bool) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """character -> (ids, PMI) of the characters that answer it (字对), within this vocabulary."""
+        index = {}
+        for a, partners in char_pairs(spring).items():
+            kept = [(self.stoi[b], s) for b, s in partners if b in self.stoi]
+            if kept:
+                ids, pmi = zip(*kept)
+                index[a] = (np.array(ids), np.array(pmi, dtype=np.float32))
+        return index
 
     def opposite_of(self, code: int) -> np.ndarray:
         """Tokens whose tone is certainly opposed to ``code`` (any token if code is 'either')."""
@@ -72,6 +83,7 @@ class LineSpec:
     strict: bool = True  # tone masks on rhythm points; relaxed when nothing fits
     zodiac: str | None = None  # the year's animal: no other year may be named (calendar.wrong_year)
     avoid: str = ""  # a line to differ from (换一副): its character at each free position costs
+    partner: str = ""  # the other line, whose character at each place this one should answer (字对)
 
     @cached_property
     def points(self) -> set[int]:

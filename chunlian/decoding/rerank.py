@@ -20,6 +20,7 @@ GLOOM_COST = 1.0  # a negation that is not a set blessing (无疆, 不老)
 IMAGERY_BONUS = 0.15  # the year's own imagery (羊年: 吉羊, 三阳)
 AVOID_COST = 2.0  # 换一副: the deterministic couplet's character at the same free position
 VARIED = 0.5  # 换一副 should change at least this share of the characters (writer and evaluation alike)
+PAIR_WEIGHT = 0.3  # per nat of 字对 PMI (天 / 地): the partner of the other line's character at that place
 
 
 def _lines(name: str) -> list[str]:
@@ -31,6 +32,19 @@ def _lines(name: str) -> list[str]:
 def stock_spans() -> frozenset[str]:
     """Three-character spans that mark a machine couplet (see scripts/stock_spans.py)."""
     return frozenset(w for ln in _lines("stock_spans.txt") for w in ln.split() if len(w) == 3)
+
+
+@lru_cache(maxsize=2)
+def char_pairs(spring: bool = False) -> dict[str, list[tuple[str, float]]]:
+    """The 字对 table: for a character, the characters that answer it at the same place of the other
+    line, with their pointwise mutual information (see scripts/build_pair_table.py). The spring
+    register has its own, from the 春联 book alone: the table of all couplets pulls a 春联 away from
+    its own pairs (measured: docs/MODEL.md)."""
+    out = {}
+    for ln in _lines("char_pairs_spring.tsv" if spring else "char_pairs.tsv"):
+        a, rest = ln.split("\t")
+        out[a] = [(b, float(s)) for b, s in (x.split(":") for x in rest.split())]
+    return out
 
 
 @lru_cache(maxsize=1)

@@ -69,6 +69,7 @@ class CoupletWriter:
         self.hengpi = HengpiChooser(lm.itos, vectors)
         # the weights of freshness and relevance (set to 0 to measure what each one adds)
         self.stock_cost, self.relevance_weight = rerank.STOCK_COST, rerank.RELEVANCE_WEIGHT
+        self.pair_weight = rerank.PAIR_WEIGHT
 
     def masks(self, track: str) -> VocabMasks:
         if track not in prosody.TRACKS:
@@ -177,6 +178,7 @@ class CoupletWriter:
                     strict=strict,
                     zodiac=zodiac,
                     avoid=avoid[1] if avoid else "",
+                    partner=text,
                 )
                 for _, text, _, p in uppers
             ]
@@ -192,6 +194,8 @@ class CoupletWriter:
                 rng,
                 stock_cost=self.stock_cost,
                 avoid_cost=avoid_cost,
+                pair_weight=self.pair_weight,
+                spring=True,
             )
             found = yield from self._finish(
                 [(uppers[row.group][1], "".join(row.text), uppers[row.group][2] + row.score) for row in res2.rows],
@@ -264,6 +268,7 @@ class CoupletWriter:
                 strict=strict,
                 zodiac=zodiac,
                 avoid=(avoid[0] if reverse else avoid[1]) if avoid else "",
+                partner=text,
             )
             state, logp = yield Start([prompt])
             width = max(8, 3 * count)
@@ -279,6 +284,8 @@ class CoupletWriter:
                 rng,
                 stock_cost=self.stock_cost if spring else 0.0,  # 春联 clichés, not a general line's
                 avoid_cost=avoid_cost,
+                pair_weight=self.pair_weight,
+                spring=spring,
             )
             pairs = [
                 ("".join(r.text), text, r.score) if reverse else (text, "".join(r.text), r.score) for r in res.rows
