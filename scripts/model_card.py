@@ -252,7 +252,7 @@ def dev_section(loss: dict, dev: dict) -> list[str]:
         "product's input limits (under 4 characters). No result: a character outside the vocabulary, or no "
         "candidate passed every hard rule. Hard pass, rhythm, 重字 and distinct-2 are over the couplets returned. "
         "'no relevance': the same run with the reverse-direction score switched off; 'no 字对': without the "
-        "bonus for characters that answer the other line's at the same place (chunlian/data/char_pairs.tsv).",
+        "bonus for characters that answer the other line's at the same place (chunlian/data/char_pairs.tsv; off in the spring register).",
         "",
         "| set | register | n (of dev total) | skipped | no result | BLEU-4 | BLEU-4 no relevance | BLEU-4 no 字对 "
         "| exact | hard pass | rhythm opposed | 重字 | distinct-2 |",

@@ -69,7 +69,7 @@ class CoupletWriter:
         self.hengpi = HengpiChooser(lm.itos, vectors)
         # the weights of freshness and relevance (set to 0 to measure what each one adds)
         self.stock_cost, self.relevance_weight = rerank.STOCK_COST, rerank.RELEVANCE_WEIGHT
-        self.pair_weight = rerank.PAIR_WEIGHT
+        self.pair_weight, self.spring_pair_weight = rerank.PAIR_WEIGHT, rerank.SPRING_PAIR_WEIGHT
 
     def masks(self, track: str) -> VocabMasks:
         if track not in prosody.TRACKS:
@@ -194,7 +194,7 @@ class CoupletWriter:
                 rng,
                 stock_cost=self.stock_cost,
                 avoid_cost=avoid_cost,
-                pair_weight=self.pair_weight,
+                pair_weight=self.spring_pair_weight,
                 spring=True,
             )
             found = yield from self._finish(
@@ -284,7 +284,7 @@ class CoupletWriter:
                 rng,
                 stock_cost=self.stock_cost if spring else 0.0,  # 春联 clichés, not a general line's
                 avoid_cost=avoid_cost,
-                pair_weight=self.pair_weight,
+                pair_weight=self.spring_pair_weight if spring else self.pair_weight,
                 spring=spring,
             )
             pairs = [
