@@ -166,3 +166,17 @@ def test_a_batch_line_that_times_out_is_reported_and_the_batch_goes_on(engine):
     eng.close()
     assert [a["line"] for a in answers] == [1, 2]
     assert all(a["error"]["code"] == "timeout" and a["error"]["zh"] and a["error"]["en"] for a in answers)
+
+
+def _latency_count(eng, mode):
+    return eng.metrics.registry.get_sample_value("chunlian_request_latency_seconds_count", {"mode": mode})
+
+
+def test_a_cached_reverse_line_is_timed_under_its_own_mode(batched):
+    """An upper line that ends on 平 is answered with an upper line (mode reverse), from the cache too."""
+    before = {m: _latency_count(batched, m) for m in ("match", "reverse")}
+    first = batched.match("春满乾坤福满门", count=1)
+    hit = batched.match("春满乾坤福满门", count=1)
+    assert first["mode"] == hit["mode"] == "reverse" and not first["cached"] and hit["cached"]
+    assert _latency_count(batched, "reverse") - before["reverse"] == 2
+    assert _latency_count(batched, "match") == before["match"]

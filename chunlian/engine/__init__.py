@@ -254,7 +254,8 @@ class Engine:
             if hit is not None:
                 self.metrics.cache_hits.inc()
                 ans = copy.deepcopy(hit) | {"cached": True, "elapsed_ms": _ms(t)}
-                self.metrics.latency.labels(mode).observe(time.perf_counter() - t)
+                # the answer's own mode: a line read as a 下联 was asked as a match and answered in reverse
+                self.metrics.latency.labels(ans["mode"]).observe(time.perf_counter() - t)
                 out.set_result(ans)
                 return out
             self.metrics.cache_misses.inc()
