@@ -180,3 +180,26 @@ def test_a_cached_reverse_line_is_timed_under_its_own_mode(batched):
     assert first["mode"] == hit["mode"] == "reverse" and not first["cached"] and hit["cached"]
     assert _latency_count(batched, "reverse") - before["reverse"] == 2
     assert _latency_count(batched, "match") == before["match"]
+
+
+def test_a_cache_hit_is_the_callers_own_and_is_not_deep_copied(batched, monkeypatch):
+    import copy
+
+    def kept(ans):
+        return {k: v for k, v in ans.items() if k not in ("cached", "elapsed_ms")}
+
+    first = batched.write(["康宁"], seed=21, count=2)
+    assert not first["cached"]
+    expected = copy.deepcopy(kept(first))
+    deep_copies = []
+    real = copy.deepcopy
+    monkeypatch.setattr(copy, "deepcopy", lambda x, memo=None: deep_copies.append(type(x)) or real(x, memo))
+    for ans in (first, batched.write(["康宁"], seed=21, count=2)):  # the answer that filled the cache, then a hit
+        ans["upper"] = "改"
+        ans["keywords"].append("改")
+        ans["couplets"][0]["checks"]["rules"].clear()
+        ans["couplets"][1]["tones"]["upper"] = "平"
+        ans["year"]["zodiac"] = "改"
+    hit = batched.write(["康宁"], seed=21, count=2)
+    assert hit["cached"] and kept(hit) == expected
+    assert deep_copies == []  # a hit is decoded from what the cache keeps, not deep-copied from a live dict

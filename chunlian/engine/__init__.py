@@ -4,12 +4,12 @@ Everything above it (CLI, HTTP server) speaks to this object only, so the JSON a
 same from every door. With ``batching=True`` requests go through the dynamic batcher (one worker
 thread owns the model); deterministic requests — same normalised input, options and seed — are
 answered from the result cache (``chunlian.engine.cache``: an in-process LRU with a TTL, or
-one Redis shared by every replica with ``redis_url``).
+one Redis shared by every replica with ``redis_url``). The cache keeps each answer serialised, so every hit is
+the caller's own dict, built from those bytes (no deep copy of a live answer, nothing a caller can change in it).
 """
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import threading
 import time
@@ -253,7 +253,7 @@ class Engine:
             hit = self.cache.get(key)
             if hit is not None:
                 self.metrics.cache_hits.inc()
-                ans = copy.deepcopy(hit) | {"cached": True, "elapsed_ms": _ms(t)}
+                ans = hit | {"cached": True, "elapsed_ms": _ms(t)}  # ``hit`` is already a fresh dict
                 # the answer's own mode: a line read as a 下联 was asked as a match and answered in reverse
                 self.metrics.latency.labels(ans["mode"]).observe(time.perf_counter() - t)
                 out.set_result(ans)
@@ -263,7 +263,7 @@ class Engine:
         def finish(res: Result) -> dict:
             ans = self._answer(res, year, script, extra, t)
             if self.cache is not None:
-                self.cache.set(key, copy.deepcopy(ans))
+                self.cache.set(key, ans)  # serialised as it is stored: what the caller does to ``ans`` stays out
             self.metrics.couplets.inc(len(ans["couplets"]))
             self.metrics.latency.labels(ans["mode"]).observe(time.perf_counter() - t)
             return ans
