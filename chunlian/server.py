@@ -117,6 +117,7 @@ INTERNAL = CoupletError("internal", "服务出错了，请稍后再试", "intern
 TOO_LARGE = CoupletError("too_large", f"请求太大（上限{MAX_BODY_BYTES}字节）", "request body too large")
 SLOW_BODY = CoupletError("slow_body", "请求体传得太慢", "the request body did not arrive in time")
 SHUTTING_DOWN = CoupletError("shutting_down", "服务正在关闭，请稍后再试", "the server is shutting down; try again")
+OVERLOADED = CoupletError("overloaded", "人太多了，请稍后再试", "too many requests right now; try again shortly")
 
 
 class Unavailable(Exception):
@@ -404,7 +405,7 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
     )
     app.state.serving = state  # serve() drains through it on SIGTERM
     app.add_middleware(Guard, state=state, body_timeout_s=settings.body_timeout_s)
-    _add_error_handlers(app)
+    _add_error_handlers(app, state)
     _add_health_routes(app, state)
     _add_couplet_routes(app, state)
     _add_page_routes(app, settings)
@@ -445,25 +446,36 @@ def _ready_engine(state: dict) -> Engine:
 # -- errors: every refusal in the one body {"detail": {code, message, zh, en}} ----------------------------
 
 
-def _add_error_handlers(app: FastAPI) -> None:
-    retry = {"Retry-After": "1"}
+def _count_rejected(state: dict, err: CoupletError) -> None:
+    """One more 503 in ``chunlian_requests_rejected_total``, under its body's code (overloaded, timeout, not_ready,
+    shutting_down). Every 503 the API answers passes here once, and nothing else counts them (/readyz's own 503
+    answers a probe, not a request, and is not counted)."""
+    if state["engine"] is not None:  # none yet while the model loads: there is no /metrics to count in either
+        state["engine"].metrics.rejected.labels(err.code).inc()
 
+
+def _busy(state: dict, err: CoupletError) -> JSONResponse:
+    """A 503 with Retry-After, counted."""
+    _count_rejected(state, err)
+    return JSONResponse({"detail": err.to_dict()}, status_code=503, headers={"Retry-After": "1"})
+
+
+def _add_error_handlers(app: FastAPI, state: dict) -> None:
     @app.exception_handler(CoupletError)
     async def couplet_error(_: Request, exc: CoupletError):
         return JSONResponse({"detail": exc.to_dict()}, status_code=422)
 
     @app.exception_handler(Overloaded)
-    async def overloaded(_: Request, exc: Overloaded):
-        err = CoupletError("overloaded", "人太多了，请稍后再试", "too many requests right now; try again shortly")
-        return JSONResponse({"detail": err.to_dict()}, status_code=503, headers=retry)
+    async def overloaded(_: Request, exc: Overloaded):  # the batcher's queue is full, or two PNGs are being drawn
+        return _busy(state, OVERLOADED)
 
     @app.exception_handler(TimeoutError)
-    async def timed_out(_: Request, exc: TimeoutError):
-        return JSONResponse({"detail": TIMED_OUT.to_dict()}, status_code=503, headers=retry)
+    async def timed_out(_: Request, exc: TimeoutError):  # the batcher's deadline, or the handler's own (_await)
+        return _busy(state, TIMED_OUT)
 
     @app.exception_handler(Unavailable)
     async def unavailable(_: Request, exc: Unavailable):
-        return JSONResponse({"detail": NOT_READY.to_dict()}, status_code=503, headers=retry)
+        return _busy(state, NOT_READY)
 
     @app.exception_handler(Exception)
     async def internal(request: Request, exc: Exception):  # a bug: still the documented body (traceback logged)
@@ -702,6 +714,7 @@ class Guard:
             await JSONResponse({"detail": err.to_dict()}, status, headers=headers)(scope, receive, secured)
 
         if self.state["draining"] and scope["path"] not in self.OPEN_WHILE_DRAINING:
+            _count_rejected(self.state, SHUTTING_DOWN)
             return await refuse(SHUTTING_DOWN, 503, Retry_After="1")
         size = dict(scope["headers"]).get(b"content-length")
         if size is not None and (not size.isdigit() or int(size) > DRAIN_BYTES):

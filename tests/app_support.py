@@ -18,3 +18,20 @@ def ready_app(engine, request_timeout_s: float, **client_kw):
             time.sleep(0.05)
         yield c, eng
     eng.close()
+
+
+def rejected(client) -> dict[str, float]:
+    """``chunlian_requests_rejected_total`` by reason, as /metrics shows it."""
+    import re
+
+    out = {}
+    for line in client.get("/metrics").text.splitlines():
+        m = re.match(r'chunlian_requests_rejected_total\{reason="([^"]+)"\} (\S+)$', line)
+        if m:
+            out[m[1]] = float(m[2])
+    return out
+
+
+def grown(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """The reasons whose count moved, and by how much."""
+    return {k: v - before.get(k, 0.0) for k, v in after.items() if v != before.get(k, 0.0)}

@@ -5,7 +5,7 @@ import re
 import time
 
 import pytest
-from app_support import ready_app
+from app_support import grown, ready_app, rejected
 
 
 @pytest.fixture(scope="module")
@@ -122,17 +122,68 @@ def test_metrics_expose_the_named_series_and_they_move(client):
         assert sample(after, name) > sample(before, name), name
 
 
-def test_overload_is_answered_503_with_retry_after(served, monkeypatch):
+def test_overload_is_answered_503_with_retry_after_and_counted_once(served, monkeypatch):
     client, eng = served
     from chunlian.engine import Overloaded
 
     def full(*a, **k):
         raise Overloaded("queue full")
 
+    before = rejected(client)
+    monkeypatch.setattr(eng.batcher, "submit", full)  # the batcher's queue is full
+    r = client.post("/api/v1/couplets", json={"keywords": ["如意"], "count": 1, "seed": 78})
+    assert r.status_code == 503 and r.json()["detail"]["code"] == "overloaded"
     monkeypatch.setattr(eng, "submit_write", full)
     r = client.post("/api/v1/couplets", json={"keywords": ["如意"]})
     assert r.status_code == 503 and r.headers["retry-after"] == "1"
     assert "稍后" in r.json()["detail"]["message"]
+    assert grown(before, rejected(client)) == {"overloaded": 2}
+
+
+@pytest.fixture
+def impatient(engine):
+    yield from ready_app(engine, request_timeout_s=0.001)
+
+
+def test_each_timeout_is_503_and_counted_once(impatient):
+    client, _ = impatient
+    before = rejected(client)
+    for seed in (1, 2, 3):  # new couplets: no answer from the cache
+        r = client.post("/api/v1/couplets", json={"keywords": ["如意"], "count": 1, "seed": seed})
+        assert r.status_code == 503 and r.headers["retry-after"] == "1" and r.json()["detail"]["code"] == "timeout"
+    time.sleep(0.5)  # the dropped searches reach the batch worker: nothing is counted twice
+    assert grown(before, rejected(client)) == {"timeout": 3}
+
+
+def test_not_ready_is_503_and_counted_but_the_readiness_probe_is_not(engine):
+    from fastapi.testclient import TestClient
+
+    from chunlian.engine import Engine
+    from chunlian.server import create_app
+
+    client = TestClient(create_app(Engine(lm=engine.lm, warm=False)))  # no lifespan: never warmed
+    before = rejected(client)
+    assert client.get("/readyz").status_code == 503  # a probe's answer, not a refused request
+    for r in (
+        client.post("/api/v1/couplets", json={"keywords": ["如意"]}),
+        client.post("/api/v1/check", json={"upper": "天增岁月人增寿", "lower": "春满乾坤福满门"}),
+    ):
+        assert r.status_code == 503 and r.json()["detail"]["code"] == "not_ready"
+    assert grown(before, rejected(client)) == {"not_ready": 2}
+
+
+def test_refusals_while_draining_are_counted(served):
+    client, _ = served
+    state = client.app.state.serving
+    before = rejected(client)
+    state["draining"] = True  # as after SIGTERM
+    try:
+        r = client.post("/api/v1/check", json={"upper": "天增岁月人增寿", "lower": "春满乾坤福满门"})
+        after = rejected(client)  # /metrics still answers while draining
+    finally:
+        state["draining"] = False
+    assert r.status_code == 503 and r.json()["detail"]["code"] == "shutting_down"
+    assert grown(before, after) == {"shutting_down": 1}
 
 
 def test_answer_lists_couplets_with_tones_checks_and_score(client):
@@ -338,9 +389,11 @@ def test_png_renders_beyond_the_limit_are_answered_503_at_once(client, monkeypat
         t.start()
     for _ in busy:
         assert started.acquire(timeout=5)
+    before = rejected(client)
     t0 = time.perf_counter()
     r = client.get("/api/v1/couplets/image.png", params=params)
     assert r.status_code == 503 and r.headers["retry-after"] == "1" and time.perf_counter() - t0 < 1
+    assert r.json()["detail"]["code"] == "overloaded" and grown(before, rejected(client)) == {"overloaded": 1}
     hold.set()
     for t in busy:
         t.join(5)

@@ -6,6 +6,9 @@ thread owns the model); deterministic requests — same normalised input, option
 answered from the result cache (``chunlian.engine.cache``: an in-process LRU with a TTL, or
 one Redis shared by every replica with ``redis_url``). The cache keeps each answer serialised, so every hit is
 the caller's own dict, built from those bytes (no deep copy of a live answer, nothing a caller can change in it).
+
+Refusals (``chunlian_requests_rejected_total``) are counted once, by whoever answers them: the HTTP server its 503s,
+``_wait`` the timeouts of the engine's own synchronous callers (``write``, ``match``, ``batch``).
 """
 
 from __future__ import annotations
@@ -274,20 +277,14 @@ class Engine:
             except Exception as exc:
                 out.set_exception(exc)
             return out
-        try:
-            inner = self.batcher.submit(make_search(), self.settings.request_timeout_s)
-        except Overloaded:
-            self.metrics.rejected.labels("overloaded").inc()
-            raise
+        inner = self.batcher.submit(make_search(), self.settings.request_timeout_s)  # may raise Overloaded
 
         def done(f: Future) -> None:
             if out.done():
                 return
             try:
                 out.set_result(finish(f.result()))
-            except Exception as exc:
-                if isinstance(exc, TimeoutError):
-                    self.metrics.rejected.labels("timeout").inc()
+            except Exception as exc:  # a TimeoutError among them: counted by whoever answers it
                 if not out.done():
                     out.set_exception(exc)
 

@@ -9,6 +9,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Proc
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.015, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10)
 ROW_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+# why a request was answered 503, the error code of its body: overloaded (the batcher's queue or the PNG renderer
+# full) and timeout (past request_timeout_s), exported from the start as load causes them; not_ready (not warmed yet,
+# or the batch worker dead) and shutting_down (draining for SIGTERM) appear with their first refusal
+REJECT_REASONS = ("overloaded", "timeout")
 
 
 class Metrics:
@@ -31,7 +35,7 @@ class Metrics:
         self.cache_misses = Counter("chunlian_cache_misses", "Result-cache misses", registry=r)
         self.couplets = Counter("chunlian_couplets_generated", "Couplets returned (candidates included)", registry=r)
         self.rejected = Counter("chunlian_requests_rejected", "Requests refused", ["reason"], registry=r)
-        for reason in ("overloaded", "timeout"):
+        for reason in REJECT_REASONS:
             self.rejected.labels(reason)
         self.queue_capacity = Gauge(
             "chunlian_queue_capacity", "Requests admitted at most (max_concurrency + queue_size)", registry=r
