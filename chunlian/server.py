@@ -15,6 +15,7 @@ import threading
 import time
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
+from http import HTTPStatus
 from importlib import resources
 from typing import Annotated, Literal
 
@@ -24,6 +25,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from fastapi.utils import is_body_allowed_for_status_code
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -117,6 +119,7 @@ INTERNAL = CoupletError("internal", "服务出错了，请稍后再试", "intern
 TOO_LARGE = CoupletError("too_large", f"请求太大（上限{MAX_BODY_BYTES}字节）", "request body too large")
 SLOW_BODY = CoupletError("slow_body", "请求体传得太慢", "the request body did not arrive in time")
 SHUTTING_DOWN = CoupletError("shutting_down", "服务正在关闭，请稍后再试", "the server is shutting down; try again")
+NOT_FOUND = CoupletError("not_found", "没有这个地址", "not found: no such path")
 OVERLOADED = CoupletError("overloaded", "人太多了，请稍后再试", "too many requests right now; try again shortly")
 
 
@@ -126,14 +129,17 @@ class Unavailable(Exception):
 
 class ErrorDetail(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    code: str = Field(description="stable, for programs: bad_request, not_chinese, unknown_char, overloaded, …")
+    code: str = Field(
+        description="stable, for programs: bad_request, not_chinese, unknown_char, overloaded, not_found, "
+        "method_not_allowed, …"
+    )
     message: str = Field(description="the Chinese sentence, ' / ', then the English one (as the CLI prints it)")
     zh: str
     en: str
 
 
 class ErrorBody(BaseModel):
-    """Every refusal of the API (413, 422, 500, 503) has this body."""
+    """Every refusal of the API (404, 405, 408, 413, 422, 500, 503) has this body."""
 
     model_config = ConfigDict(extra="forbid")
     detail: ErrorDetail
@@ -186,6 +192,24 @@ def _explain(error: dict) -> CoupletError | None:
     return None
 
 
+def _http_refusal(exc: HTTPException) -> CoupletError:
+    """Starlette's own refusals (404 for an unknown path, 405 for a method a path does not take, …) in the API's
+    words, Chinese first."""
+    if exc.status_code == 404:
+        return NOT_FOUND
+    if exc.status_code == 405:
+        allow = (exc.headers or {}).get("Allow", "")
+        return CoupletError(
+            "method_not_allowed", f"这个地址只接受{allow}请求", f"method not allowed: this path takes {allow} only"
+        )
+    try:
+        phrase = HTTPStatus(exc.status_code).phrase
+    except ValueError:
+        phrase = "error"
+    en = exc.detail if isinstance(exc.detail, str) and exc.detail else phrase
+    return CoupletError(f"http_{exc.status_code}", f"请求未能处理（HTTP {exc.status_code}）", en)
+
+
 def _refusals(path: str) -> str:
     return ", ".join(WELL_FORMED_REFUSALS[path])
 
@@ -206,6 +230,11 @@ BUSY_503 = (
     "the model still warming up (code not_ready), or the server shutting down (code shutting_down)"
 )
 METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus text exposition format 0.0.4
+API_DOC = (
+    'Every refusal has the body ErrorBody, `{"detail": {code, message, zh, en}}`, Chinese first: those each '
+    "operation lists, and also 404 (code not_found) for a path the API does not have and 405 (code "
+    "method_not_allowed, with `Allow`) for a method a path does not take."
+)
 
 
 class Health(BaseModel):
@@ -399,6 +428,7 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
     app = FastAPI(
         title="chunlian 春联",
         version="0.1.0",
+        description=API_DOC,
         lifespan=_lifespan(state, settings, owned=engine is None),
         docs_url=None,
         redoc_url=None,
@@ -487,7 +517,10 @@ def _add_error_handlers(app: FastAPI, state: dict) -> None:
     async def http_error(request: Request, exc: HTTPException):
         if exc.status_code == 400:  # FastAPI's answer to a body that is not even UTF-8: bad input like any other
             return JSONResponse({"detail": NOT_JSON.to_dict()}, status_code=422)
-        return await http_exception_handler(request, exc)  # 404, 405 as FastAPI words them
+        if not is_body_allowed_for_status_code(exc.status_code):
+            return await http_exception_handler(request, exc)
+        body = {"detail": _http_refusal(exc).to_dict()}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)  # 405 keeps its Allow
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError):

@@ -410,3 +410,31 @@ def test_a_persons_own_line_with_a_character_a_chunlian_avoids_is_answered(clien
     r = client.post("/api/v1/couplets", json={"upper": "绿竹别其三分景", "count": 1})
     body = r.json()
     assert r.status_code == 200 and "别" in body["notice"] and "别" not in body["lower"]
+
+
+@pytest.mark.parametrize(
+    "method, path, status, code",
+    [
+        ("GET", "/nowhere", 404, "not_found"),
+        ("GET", "/static/nowhere.js", 404, "not_found"),
+        ("DELETE", "/api/v1/check", 405, "method_not_allowed"),
+        ("GET", "/api/v1/couplets", 405, "method_not_allowed"),
+        ("POST", "/static/gate.js", 405, "method_not_allowed"),
+    ],
+)
+def test_unknown_paths_and_methods_are_refused_in_the_apis_own_words(client, method, path, status, code):
+    from jsonschema import Draft202012Validator
+
+    r = client.request(method, path)
+    assert r.status_code == status and r.headers["content-type"] == "application/json"
+    detail = r.json()["detail"]
+    assert detail["code"] == code and detail["message"] == f"{detail['zh']} / {detail['en']}"
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in detail["zh"]) and detail["en"].isascii()
+    if status == 405:  # still says which methods the path takes
+        allow = r.headers["allow"]
+        assert allow and allow in detail["zh"] and allow in detail["en"]
+    spec = client.get("/openapi.json").json()  # the error body the document promises for every refusal
+    Draft202012Validator({"$ref": "#/components/schemas/ErrorBody", "components": spec["components"]}).validate(
+        r.json()
+    )
+    assert "404" in spec["info"]["description"] and "405" in spec["info"]["description"]
