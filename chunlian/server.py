@@ -321,7 +321,8 @@ class Rule(BaseModel):
 
 
 class Checks(BaseModel):
-    """The rule report of one couplet (what ``POST /api/v1/check`` answers for a couplet a person wrote)."""
+    """The rule report of one couplet (``POST /api/v1/check`` answers it, with the lines, for a couplet a person
+    wrote: ``CheckAnswer``)."""
 
     model_config = ConfigDict(extra="forbid")
     track: Literal["xin", "pingshui"]
@@ -329,6 +330,18 @@ class Checks(BaseModel):
     hard_ok: bool
     soft_score: float
     rules: list[Rule]
+
+
+class _CheckedLines(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    upper: str = Field(
+        description="the upper line as read: in simplified characters, spaces and a final stop dropped, , ; as ，；"
+    )
+    lower: str = Field(description="the lower line, read the same way")
+
+
+class CheckAnswer(Checks, _CheckedLines):
+    """What ``POST /api/v1/check`` answers: the two lines as read, then their rule report (no other field)."""
 
 
 class CompactCouplet(BaseModel):
@@ -631,6 +644,7 @@ def _add_couplet_routes(app: FastAPI, state: dict) -> None:
 
     @app.post(
         "/api/v1/check",
+        response_model=CheckAnswer,
         responses=_errors(CHECK_422, "the model still warming up (code not_ready) or shutting down (shutting_down)"),
     )
     def check(req: CheckRequest):

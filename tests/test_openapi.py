@@ -145,3 +145,26 @@ def test_a_fault_is_500_with_the_error_body(engine, monkeypatch):
             time.sleep(0.05)
         r = c.post("/api/v1/check", json={"upper": "天增岁月人增寿", "lower": "春满乾坤福满门"})
     assert r.status_code == 500 and r.json() == {"detail": chunlian.server.INTERNAL.to_dict()}
+
+
+def test_the_check_answer_is_the_documented_schema(client):
+    from jsonschema import Draft202012Validator
+
+    spec = client.get("/openapi.json").json()
+    op = spec["paths"]["/api/v1/check"]["post"]
+    schema = op["responses"]["200"]["content"]["application/json"]["schema"]
+    assert schema == {"$ref": "#/components/schemas/CheckAnswer"}
+    answer = spec["components"]["schemas"]["CheckAnswer"]
+    assert answer["additionalProperties"] is False
+    validator = Draft202012Validator(schema | {"components": spec["components"]})
+    for body in (
+        {"upper": "天增岁月人增寿", "lower": "春满乾坤福满门"},
+        {"upper": "日暖神州万物荣", "lower": "春回大地千山秀", "tones": "pingshui"},  # broken rules: still 200
+        {"upper": " 天增岁月，人增寿。", "lower": "春满乾坤,福满门"},  # the lines as read come back
+    ):
+        r = client.post("/api/v1/check", json=body)
+        assert r.status_code == 200, r.text
+        d = r.json()
+        validator.validate(d)
+        assert set(d) == set(answer["properties"]) == set(answer["required"])
+    assert (d["upper"], d["lower"]) == ("天增岁月，人增寿", "春满乾坤，福满门")
