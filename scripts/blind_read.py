@@ -82,6 +82,54 @@ def score(args) -> None:
     print(json.dumps(res, ensure_ascii=False))
 
 
+def dump(args) -> None:
+    """The deterministic couplet of every wish-word group of both keyword sets, in order."""
+    from chunlian.engine import Engine
+
+    writer, zodiac, out = Engine(cache_size=0).writer, coming_year().zodiac, []
+    for f in sorted(Path("docs").glob("keywords*.txt")):
+        for words in (ln.split() for ln in f.read_text(encoding="utf-8").splitlines() if ln.split()):
+            try:
+                c = writer.write(words, count=1, zodiac=zodiac).couplets[0]
+                out.append([" ".join(words), c.upper, c.lower])
+            except Exception:  # noqa: BLE001 — a refused word (脱贫) has no couplet in either state
+                out.append([" ".join(words), "", ""])
+    Path(args.out).write_text(json.dumps(out, ensure_ascii=False), encoding="utf-8")
+    print(f"{len(out)} groups -> {args.out}")
+
+
+def pairs(args) -> None:
+    a, b = (json.loads(Path(f).read_text(encoding="utf-8")) for f in (args.a, args.b))
+    rng, items, key = random.Random(args.seed), [], {}
+    for (words, *ca), (_, *cb) in zip(a, b):
+        if ca != cb and all(ca) and all(cb):
+            items.append((words, ca, cb))
+    rng.shuffle(items)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i, (words, ca, cb) in enumerate(items, 1):
+        flip = rng.random() < 0.5
+        first, second = (cb, ca) if flip else (ca, cb)
+        lines.append(f"{i}\t{words}\t{first[0]} / {first[1]}\t{second[0]} / {second[1]}")
+        key[str(i)] = "b" if flip else "a"  # which state wrote couplet 1
+    (out / "items.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (out / "key.json").write_text(json.dumps(key), encoding="utf-8")
+    print(f"{len(items)} differing pairs of {len(a)} -> {out / 'items.txt'}; key -> {out / 'key.json'}")
+
+
+def prefer(args) -> None:
+    key = json.loads(Path(args.key).read_text(encoding="utf-8"))
+    votes = {"a": 0, "b": 0}
+    for num, choice in (
+        ln.split("\t")[:2] for ln in Path(args.answers).read_text(encoding="utf-8").splitlines() if ln.strip()
+    ):
+        first = key[num.strip()]
+        votes[first if choice.strip() == "1" else ("b" if first == "a" else "a")] += 1
+    n = sum(votes.values())
+    print(json.dumps({"pairs": n, "prefer_b": round(votes["b"] / n, 3), "votes": votes}))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(required=True)
@@ -95,6 +143,19 @@ def main() -> None:
     s.add_argument("answers")
     s.add_argument("key")
     s.set_defaults(func=score)
+    d = sub.add_parser("dump")
+    d.add_argument("--out", required=True)
+    d.set_defaults(func=dump)
+    pr = sub.add_parser("pairs")
+    pr.add_argument("a")
+    pr.add_argument("b")
+    pr.add_argument("--out", required=True)
+    pr.add_argument("--seed", type=int, default=2027)
+    pr.set_defaults(func=pairs)
+    pf = sub.add_parser("prefer")
+    pf.add_argument("answers")
+    pf.add_argument("key")
+    pf.set_defaults(func=prefer)
     args = ap.parse_args()
     args.func(args)
 
