@@ -327,6 +327,86 @@ def plot(rows: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+KEPT = "<!-- bench/run.py rewrites everything above this line and keeps everything below it -->"
+
+
+def table_lines(cmd: str, rows: list[dict], ready_s: float, rss_mb, ratios: dict) -> list[str]:
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Measured with `{cmd}` on {machine()}. The load generator runs on the same two cores as the "
+        "server. Task for every request: a full couplet (上联 + 下联, 3 candidates, 7 characters) from one "
+        "wish word; the result cache is off, so nothing is served from memory.",
+        "",
+        "| setup | requests | errors | p50 ms | p95 ms | p99 ms | couplets/s |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {r['name']} | {r['n']} | {r['errors']} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | "
+        f"{r['p99_ms']:.1f} | {r['per_s']:.1f} |"
+        for r in rows
+    ]
+    lines += [
+        "",
+        f"- `chunlian serve` process start to `/readyz` 200 (model load + warm-up): {ready_s:.2f} s",
+        f"- server resident memory right after the last load level: {rss_mb[0]:.0f} MiB; after 1.5 s idle: "
+        f"{rss_mb[1]:.0f} MiB",
+        "",
+    ]
+    return lines + ["| ratio | value |", "| --- | --- |"] + [f"| {k} | {v:.2f}× |" for k, v in ratios.items()]
+
+
+def page_lines(page: dict | None) -> list[str]:
+    if not page:
+        return []
+    lines = [
+        "",
+        "## The page: click to couplet",
+        "",
+        "Headless Debian Chromium (Playwright) against the same warmed server, before the load runs; each "
+        "click uses a new page and a different wish word, then 换一副 (a new seed) on it.",
+        "",
+        "| measurement | clicks | p50 ms | p95 ms | max ms |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    return lines + [
+        f"| {r['name']} | {r['n']} | {r['p50_ms']:.0f} | {r['p95_ms']:.0f} | {r['p99_ms']:.0f} |" for r in page.values()
+    ]
+
+
+def time_lines(eng: dict, steps: dict[int, float], prof: str) -> list[str]:
+    sp = eng["split"]
+    lines = [
+        "",
+        "## Where the time goes",
+        "",
+        f"One couplet, one request at a time in the engine: {sp['total_s'] * 1000:.1f} ms on average, of which "
+        f"{sp['model_s'] * 1000:.1f} ms ({sp['model_s'] / sp['total_s']:.0%}) inside ONNX Runtime: "
+        f"{sp['calls']:.0f} model calls of {sp['rows'] / sp['calls']:.1f} rows on average (the upper line for two "
+        "placements of the wish word × beam 4, then 4 uppers × beam 2 for the lower). The rest is the search "
+        "on the Python side, the rule checks (a word table for the word-level rules) and the 横批.",
+        "",
+        "One decoding step of the shipped fp32 graph (a 20-token KV cache), by batch rows — the floor under every "
+        "figure above: a couplet needs about 16 sequential steps.",
+        "",
+        "| rows | " + " | ".join(str(b) for b in steps) + " |",
+        "| --- | " + " | ".join("---" for _ in steps) + " |",
+        "| ms per step | " + " | ".join(f"{v:.2f}" for v in steps.values()) + " |",
+        "| ms per row | " + " | ".join(f"{v / b:.3f}" for b, v in steps.items()) + " |",
+        "",
+    ]
+    if prof:
+        lines += ["### pyinstrument, 30 engine requests", "", "```", prof.strip(), "```", ""]
+    return lines
+
+
+def kept(path: Path) -> list[str]:
+    """The sections other scripts and people wrote below ``KEPT`` (Ray Serve, GPU, what was tried)."""
+    if not path.exists() or KEPT not in (text := path.read_text(encoding="utf-8")):
+        return ["", KEPT, ""]
+    return ["", KEPT + text.split(KEPT, 1)[1].rstrip("\n"), ""]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="seconds-long smoke; writes to a temp folder")
@@ -355,67 +435,9 @@ def main() -> None:
         "p50, peer single / serve at 1 client": peer1["p50_ms"] / server[0]["p50_ms"],
     }
     cmd = "python bench/run.py" + (" --quick" if args.quick else "")
-    lines = [
-        "# Benchmarks",
-        "",
-        f"Measured with `{cmd}` on {machine()}. The load generator runs on the same two cores as the "
-        "server. Task for every request: a full couplet (上联 + 下联, 3 candidates, 7 characters) from one "
-        "wish word; the result cache is off, so nothing is served from memory.",
-        "",
-        "| setup | requests | errors | p50 ms | p95 ms | p99 ms | couplets/s |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    lines += [
-        f"| {r['name']} | {r['n']} | {r['errors']} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | "
-        f"{r['p99_ms']:.1f} | {r['per_s']:.1f} |"
-        for r in rows
-    ]
-    lines += [
-        "",
-        f"- `chunlian serve` process start to `/readyz` 200 (model load + warm-up): {ready_s:.2f} s",
-        f"- server resident memory right after the last load level: {rss_mb[0]:.0f} MiB; after 1.5 s idle: "
-        f"{rss_mb[1]:.0f} MiB",
-        "",
-    ]
-    lines += ["| ratio | value |", "| --- | --- |"] + [f"| {k} | {v:.2f}× |" for k, v in ratios.items()]
-    if page:
-        lines += [
-            "",
-            "## The page: click to couplet",
-            "",
-            "Headless Debian Chromium (Playwright) against the same warmed server, before the load runs; each "
-            "click uses a new page and a different wish word, then 换一副 (a new seed) on it.",
-            "",
-            "| measurement | clicks | p50 ms | p95 ms | max ms |",
-            "| --- | --- | --- | --- | --- |",
-        ]
-        lines += [
-            f"| {r['name']} | {r['n']} | {r['p50_ms']:.0f} | {r['p95_ms']:.0f} | {r['p99_ms']:.0f} |"
-            for r in page.values()
-        ]
+    lines = table_lines(cmd, rows, ready_s, rss_mb, ratios) + page_lines(page)
     lines += ["", "![latency and throughput against concurrency](bench.png)", ""]
-    sp = eng["split"]
-    lines += [
-        "",
-        "## Where the time goes",
-        "",
-        f"One couplet, one request at a time in the engine: {sp['total_s'] * 1000:.1f} ms on average, of which "
-        f"{sp['model_s'] * 1000:.1f} ms ({sp['model_s'] / sp['total_s']:.0%}) inside ONNX Runtime: "
-        f"{sp['calls']:.0f} model calls of {sp['rows'] / sp['calls']:.1f} rows on average (the upper line for two "
-        "placements of the wish word × beam 4, then 4 uppers × beam 2 for the lower). The rest is the search "
-        "on the Python side, the rule checks (a word table for the word-level rules) and the 横批.",
-        "",
-        "One decoding step of the shipped fp32 graph (a 20-token KV cache), by batch rows — the floor under every "
-        "figure above: a couplet needs about 16 sequential steps.",
-        "",
-        "| rows | " + " | ".join(str(b) for b in steps) + " |",
-        "| --- | " + " | ".join("---" for _ in steps) + " |",
-        "| ms per step | " + " | ".join(f"{v:.2f}" for v in steps.values()) + " |",
-        "| ms per row | " + " | ".join(f"{v / b:.3f}" for b, v in steps.items()) + " |",
-        "",
-    ]
-    if prof:
-        lines += ["### pyinstrument, 30 engine requests", "", "```", prof.strip(), "```", ""]
+    lines += time_lines(eng, steps, prof) + kept(out / "BENCHMARKS.md")
     (out / "BENCHMARKS.md").write_text("\n".join(lines), encoding="utf-8")
     try:
         plot(server, out / "bench.png")
