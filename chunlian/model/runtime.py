@@ -160,11 +160,12 @@ class OnnxLM:
         pos = np.broadcast_to(np.arange(T, dtype=np.int64), (B, T)).copy()
         past = np.zeros((self.n_layer, 2, B, self.n_head, 0, self.head_dim), dtype=np.float32)
         logits, _ = self.session.run(None, {"input_ids": ids, "positions": pos, "key_mask": mask, "past": past})
-        logp = log_softmax(logits)
-        out = np.zeros(B)
-        for i, (s, k) in enumerate(zip(seqs, starts)):
-            out[i] = logp[i, np.arange(k - 1, len(s) - 1), s[k:]].sum()
-        return out
+        # normalise only the positions that predict a scored token (half the rows of a couplet)
+        rows = [(i, j) for i, (s, k) in enumerate(zip(seqs, starts)) for j in range(k - 1, len(s) - 1)]
+        at = tuple(np.array(rows).T)
+        targets = [t for s, k in zip(seqs, starts) for t in s[k:]]
+        picked = log_softmax(logits[at])[np.arange(len(rows)), targets]
+        return np.bincount(at[0], weights=picked, minlength=B)
 
     def _run(self, ids, pos, mask, past):
         logits, present = self.session.run(None, {"input_ids": ids, "positions": pos, "key_mask": mask, "past": past})
