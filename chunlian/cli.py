@@ -128,6 +128,16 @@ def cmd_eval(args) -> None:
             print(f"{k}\t{v}")
 
 
+def _source_weight(text: str) -> tuple[str, float]:
+    name, _, w = text.partition("=")
+    try:
+        return name, float(w)
+    except ValueError:
+        raise CoupletError(
+            "bad_weight", f"--weight 应写成 文件=权重：{text}", f"--weight takes FILE=WEIGHT, got {text!r}"
+        ) from None
+
+
 def cmd_train(args) -> None:
     try:
         from chunlian.model.train import train
@@ -152,6 +162,7 @@ def cmd_train(args) -> None:
         warmup=args.warmup,
         min_lr_frac=args.min_lr_frac,
         bf16=args.bf16,
+        weights=dict(_source_weight(w) for w in args.weight),
     )
     if args.export:
         from chunlian.model.export import export
@@ -294,6 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--min-lr-frac", type=float, default=0.05, help="learning rate at the budget's end, as a fraction")
     t.add_argument("--bf16", action="store_true", help="bf16 autocast (slower on the CPUs measured: docs/MODEL.md)")
     t.add_argument("--export", default=None, help="export to this model directory when done")
+    t.add_argument(
+        "--weight", action="append", default=[], help="FILE=W: sampling weight of one data file (repeatable)"
+    )
     t.set_defaults(func=cmd_train)
 
     x = sub.add_parser("export", help="export a checkpoint to an ONNX model directory")

@@ -131,3 +131,30 @@ def test_training_continues_a_shipped_model_with_the_tag(trained, tmp_path, data
     assert tok.spring == len(tok) - 1 and model.cfg.vocab_size == len(tok)
     old_emb = state["model"]["wte.weight"]
     assert model.wte.weight.shape[0] == old_emb.shape[0] + 1
+
+
+def test_a_source_weight_decides_how_often_its_pairs_are_trained_on():
+    import random
+
+    from chunlian.model.data import Pair, batches, build_vocab
+
+    pairs = [Pair(u, l, "chunlian_pairs.tsv") for u, l in PAIRS[:4]] + [
+        Pair(u, l, "lvshi_couplets.tsv") for u, l in PAIRS[4:]
+    ]
+    tok = build_vocab(pairs, min_count=1)
+    spring_tag = tok.register(True)[0]
+
+    def spring_share(weights):
+        seqs, _ = next(batches(tok, pairs, 10_000, random.Random(0), weights))
+        return sum(s[0] == spring_tag for s in seqs) / len(seqs)
+
+    assert spring_share({"lvshi_couplets.tsv": 0}) == 1.0  # a file weighted 0 is left out
+    assert spring_share({"chunlian_pairs.tsv": 12}) > spring_share(None) > 0.5
+
+
+def test_a_malformed_source_weight_is_refused_before_training(capsys):
+    from chunlian.cli import main
+
+    assert main(["train", "--weight", "chunlian_pairs.tsv", "--minutes", "0.01", "--out", "/nonexistent/x"]) == 2
+    err = capsys.readouterr().err
+    assert "文件=权重" in err and "FILE=WEIGHT" in err

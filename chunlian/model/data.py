@@ -121,14 +121,16 @@ def _layout(tok: Tokenizer, p: Pair, rng: random.Random) -> list[int]:
 
 
 def batches(
-    tok: Tokenizer, pairs: list[Pair], batch_size: int, rng: random.Random
+    tok: Tokenizer, pairs: list[Pair], batch_size: int, rng: random.Random, weights: dict[str, float] | None = None
 ) -> Iterator[tuple[list[list[int]], int]]:
-    """Endless length-bucketed batches; yields (sequences, epoch)."""
+    """Endless length-bucketed batches; yields (sequences, epoch). ``weights`` overrides ``SOURCES``
+    for some files (a fine-tune on the 春联 book weights it up)."""
+    weights = SOURCES | (weights or {})
     epoch = 0
     while True:
         idx = []
         for i, p in enumerate(pairs):
-            w = SOURCES.get(p.source, 1.0)
+            w = weights.get(p.source, 1.0)
             idx += [i] * int(w) + ([i] if rng.random() < w - int(w) else [])
         rng.shuffle(idx)
         seqs = [make_example(tok, pairs[i], rng) for i in idx]

@@ -104,6 +104,7 @@ def train(
     warmup: int = 300,
     min_lr_frac: float = 0.05,
     bf16: bool = False,
+    weights: dict[str, float] | None = None,
     log=print,
 ) -> Path:
     """Train until the time budget is spent; returns the checkpoint path."""
@@ -126,7 +127,7 @@ def train(
     budget = minutes * 60.0
     log(f"{len(pairs)} training pairs, vocab {len(tok)}, {model.num_params() / 1e6:.2f}M params, device {device}")
     rng = random.Random(seed + step)
-    it = batches(tok, pairs, batch_size, rng)
+    it = batches(tok, pairs, batch_size, rng, weights)
     autocast = torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16) if bf16 else nullcontext()
     base = dict(state.get("base", {})) if state else {"init_from": init_from, "tokens_before": 0}
 
