@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from chunlian import evaluate
+from chunlian.decoding.rerank import RELEVANCE_WEIGHT
 from chunlian.engine import Engine
 from chunlian.model.data import SOURCES, read_pairs
 
@@ -106,15 +107,15 @@ def dev_metrics(eng, data: str, limit: int, tmp: Path) -> dict:
         r |= {"dev_pairs_total": total, "register": register}
         again = functools.partial(evaluate.eval_pairs, eng, f, register=register)
         for knob in ("relevance_weight", "pair_weight"):
-            r[f"bleu4_no_{knob}"] = without(eng.writer, knob, again)["bleu4"]
+            r[f"bleu4_no_{knob}"] = weighted(eng.writer, knob, 0.0, again)["bleu4"]
         results[name] = r
     return results
 
 
-def without(writer, knob: str, run):
-    """``run()`` with one of the writer's weights set to zero."""
+def weighted(writer, knob: str, value: float, run):
+    """``run()`` with one of the writer's weights set to ``value``."""
     weight = getattr(writer, knob)
-    setattr(writer, knob, 0.0)
+    setattr(writer, knob, value)
     try:
         return run()
     finally:
@@ -130,7 +131,8 @@ def keyword_metrics(eng, tmp: Path) -> dict:
     # the repetition goal is over both sets together
     out["both sets"] = {"stock_spans": evaluate.repeated_spans(made), "n": len(made)}
     again = functools.partial(evaluate.eval_keywords, eng, ROOT / "docs" / "keywords.txt")
-    out["keywords.txt, no relevance"] = without(eng.writer, "relevance_weight", again)
+    # relevance is off for wish words (rerank.WRITE_RELEVANCE_WEIGHT): what it would change
+    out["keywords.txt, with relevance"] = weighted(eng.writer, "write_relevance_weight", RELEVANCE_WEIGHT, again)
     return out
 
 

@@ -192,3 +192,24 @@ def test_the_lines_answer_each_other_character_by_character(writer):
     finally:
         writer.pair_weight = saved
     assert with_table > without
+
+
+def test_relevance_reads_a_given_line_back_but_not_wish_words(writer):
+    """对对子 scores each answer the other way round (does the person's line follow from it?); wish
+    words skip that model call: readers preferred those couplets without it (docs/MODEL_HISTORY.md)."""
+    from chunlian.decoding.search import Score, call
+
+    def calls(search):
+        kinds = []
+        try:
+            op = next(search)
+            while True:
+                kinds.append(type(op))
+                op = search.send(call(writer.lm, op))
+        except StopIteration as stop:
+            return kinds, stop.value
+
+    kinds, res = calls(writer.match_search("春回大地千山秀", count=3, zodiac="羊"))
+    assert Score in kinds and res.couplets
+    kinds, res = calls(writer.write_search(["如意"], count=3, zodiac="羊"))
+    assert Score not in kinds and len(res.couplets) == 3

@@ -4,8 +4,8 @@ Writing runs in two searches sharing one model batch: upper lines for each place
 wish words, then a lower line for each of the best uppers (forking their KV cache). Every
 candidate is checked against the full rule set after decoding (form, and the sense rules of
 ``rerank``: the year, wish words not negated); only those passing every hard rule are returned,
-ranked by model log-probability per character, the same in the reverse direction (relevance:
-does this upper line follow from this lower one?) and the soft-rule score.
+ranked by model log-probability per character, the soft-rule score and, for 对对子, the same in the
+reverse direction (relevance: does the given line follow from the written one?).
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ class CoupletWriter:
         self.hengpi = HengpiChooser(lm.itos, vectors)
         # the weights of freshness and relevance (set to 0 to measure what each one adds)
         self.stock_cost, self.relevance_weight = rerank.STOCK_COST, rerank.RELEVANCE_WEIGHT
+        self.write_relevance_weight = rerank.WRITE_RELEVANCE_WEIGHT
         self.pair_weight, self.spring_pair_weight = rerank.PAIR_WEIGHT, rerank.SPRING_PAIR_WEIGHT
 
     def masks(self, track: str) -> VocabMasks:
@@ -206,6 +207,7 @@ class CoupletWriter:
                 rng,
                 spring=True,
                 avoid=avoid,
+                relevance_weight=self.write_relevance_weight,
             )
             if found:
                 return Result(found, "write")
@@ -302,6 +304,7 @@ class CoupletWriter:
                 ignore=(given_end if direction != "auto" else ()) + given_rules,
                 spring=spring,
                 avoid=avoid,
+                relevance_weight=self.relevance_weight,
             )
             if found:
                 notices = []
@@ -324,7 +327,18 @@ class CoupletWriter:
 
     # ----------------------------------------------------------------------------------
     def _finish(
-        self, pairs, tones, count, words, zodiac, rng, vary="both", ignore=(), spring=True, avoid=None
+        self,
+        pairs,
+        tones,
+        count,
+        words,
+        zodiac,
+        rng,
+        vary="both",
+        ignore=(),
+        spring=True,
+        avoid=None,
+        relevance_weight=0.0,
     ) -> Search:
         """Verify every candidate, rank, and keep ``count`` whose generated lines all differ.
 
@@ -348,7 +362,7 @@ class CoupletWriter:
             lm_score = lm_total / chars
             rhythm = next((r.score for r in rep.rules if r.name == "rhythm_opposed"), 1.0)
             total = lm_score + SOFT_WEIGHT * rep.soft_score - RHYTHM_WEIGHT * (1.0 - rhythm)
-            total += self.relevance_weight * relevance + rerank.soft_adjustment(made(upper, lower), zodiac)
+            total += relevance_weight * relevance + rerank.soft_adjustment(made(upper, lower), zodiac)
             return Couplet(upper, lower, "", rep, total, lm_score, words)
 
         def pick(cands, k):
@@ -368,18 +382,18 @@ class CoupletWriter:
         totals = {(u, l): s for u, l, s in pairs}
         first = [c for c in (score(u, l, s, False) for u, l, s in pairs) if c is not None]
         shortlist = pick(first, max(SHORTLIST, 2 * count))
-        relevance = yield from self._relevance(shortlist, vary, spring)
+        relevance = yield from self._relevance(shortlist, vary, spring, relevance_weight)
         rescored = [score(c.upper, c.lower, totals[(c.upper, c.lower)], True, r) for c, r in zip(shortlist, relevance)]
         chosen = pick([c for c in rescored if c is not None], count)
         for c in chosen:
             c.horizontal = self.hengpi.choose(c.upper, c.lower, "".join(words), zodiac, rng)
         return chosen
 
-    def _relevance(self, cands: list[Couplet], vary: str, spring: bool) -> Search:
+    def _relevance(self, cands: list[Couplet], vary: str, spring: bool, weight: float) -> Search:
         """Per-character log-prob of the written line(s) read the other way round: the upper line
         given the lower (or, where the upper was written for a given lower, the lower given it).
         A line that would fit any partner scores low here. Zero where the model has no reverse task."""
-        if not cands or not self.relevance_weight or not hasattr(self.lm, "pair_sequence"):
+        if not cands or not weight or not hasattr(self.lm, "pair_sequence"):
             return [0.0] * len(cands)
         jobs = [
             self.lm.pair_sequence(c.upper, c.lower, False, spring)
