@@ -37,7 +37,7 @@ class VocabMasks:
         # opposite[tone code] as one table, so a whole batch of rows is masked by fancy indexing
         self.opposite = np.stack([self.opposite_of(code) for code in range(max(PING, ZE, EITHER, UNKNOWN) + 1)])
         self.stock_next = self._stock_index()
-        self.partners = {spring: self._pair_index(spring) for spring in (False, True)}
+        self._partners: dict[bool, dict] = {}
 
     def _stock_index(self) -> dict[tuple[int, int], np.ndarray]:
         """(first, second) character ids -> the third characters that would complete a stock span."""
@@ -47,6 +47,12 @@ class VocabMasks:
                 a, b, c = (self.stoi[ch] for ch in span)
                 index.setdefault((a, b), []).append(c)
         return {k: np.array(v) for k, v in index.items()}
+
+    def partners(self, spring: bool) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The 字对 index of one register, built on first use (the spring one ships off)."""
+        if spring not in self._partners:
+            self._partners[spring] = self._pair_index(spring)
+        return self._partners[spring]
 
     def _pair_index(self, spring: bool) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """character -> (ids, PMI) of the characters that answer it (字对), within this vocabulary."""

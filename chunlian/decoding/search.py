@@ -125,7 +125,7 @@ def search_line(
         if avoid_cost:
             logp = _avoid_penalty(vm, logp, specs, grp, pos, avoid_cost)
         if pair_weight:
-            logp = _pair_bonus(vm.partners[spring], logp, specs, grp, pos, pair_weight)
+            logp = _pair_bonus(vm.partners(spring), logp, specs, grp, pos, pair_weight)
         # each row offers up to k candidates: its forced token, or its best allowed ones
         masked = np.where(masks, logp, NEG)
         fixed = np.flatnonzero(forced >= 0)
@@ -171,7 +171,7 @@ def _avoid_penalty(vm: VocabMasks, logp: np.ndarray, specs: list[LineSpec], grp,
         for g in np.unique(grp)
         if pos < len(specs[g].avoid) and specs[g].free_at(pos) and specs[g].avoid[pos] in vm.stoi
     ]
-    return _charge(logp, hits, cost)
+    return _charge(logp, [(rows, toks, cost) for rows, toks in hits])
 
 
 def _pair_bonus(table: dict, logp: np.ndarray, specs: list[LineSpec], grp, pos: int, weight: float):
@@ -180,13 +180,8 @@ def _pair_bonus(table: dict, logp: np.ndarray, specs: list[LineSpec], grp, pos: 
         spec = specs[g]
         if pos < len(spec.partner) and spec.free_at(pos) and spec.partner[pos] in table:
             toks, pmi = table[spec.partner[pos]]
-            hits.append((np.flatnonzero(grp == g)[:, None], toks, pmi))
-    if not hits:
-        return logp
-    logp = logp.copy()
-    for rows, toks, pmi in hits:
-        logp[rows, toks] += weight * pmi
-    return logp
+            hits.append((np.flatnonzero(grp == g)[:, None], toks, -weight * pmi))
+    return _charge(logp, hits)
 
 
 def _stock_penalty(vm: VocabMasks, logp: np.ndarray, ids: np.ndarray, cost: float) -> np.ndarray:
@@ -195,14 +190,15 @@ def _stock_penalty(vm: VocabMasks, logp: np.ndarray, ids: np.ndarray, cost: floa
         for r, key in enumerate(zip(ids[:, -2].tolist(), ids[:, -1].tolist()))
         if key in vm.stock_next
     ]
-    return _charge(logp, hits, cost)
+    return _charge(logp, [(rows, toks, cost) for rows, toks in hits])
 
 
-def _charge(logp: np.ndarray, hits: list, cost: float) -> np.ndarray:
-    """``cost`` taken from each (rows, tokens) of ``hits``; the caller's array is left as it was."""
+def _charge(logp: np.ndarray, hits: list) -> np.ndarray:
+    """Each (rows, tokens, cost) of ``hits`` taken from ``logp`` (a negative cost is a bonus); the
+    caller's array is left as it was."""
     if not hits:
         return logp
     logp = logp.copy()
-    for rows, toks in hits:
+    for rows, toks, cost in hits:
         logp[rows, toks] -= cost
     return logp
