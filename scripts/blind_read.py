@@ -35,7 +35,8 @@ def real_couplets(data: str, n: int) -> list[tuple[str, str]]:
         and len(p.upper) == 7
         and len(set(p.upper + p.lower) & FESTIVE) >= 2
     ]
-    return (spring + extra)[:n]
+    # the dev split holds a few couplets twice (科技财神尊上座 …): a reader would see the same item twice
+    return list(dict.fromkeys(spring + extra))[:n]
 
 
 def machine_couplets(lengths: list[int]) -> list[tuple[str, str]]:
