@@ -47,6 +47,7 @@ class HengpiChooser:
         self.vectors = vectors
         self.phrases = vocabulary()
         self.texts = frozenset(p.text for p in self.phrases)  # also the set phrases wish words may form
+        self._chars = [frozenset(p.text) for p in self.phrases]
         self._pvec = None
         if vectors is not None:
             raw = np.stack([self._mean(p.text) for p in self.phrases])
@@ -76,24 +77,17 @@ class HengpiChooser:
         top: int = 3,
     ) -> str:
         couplet = upper + lower
-        idx = [
-            i
-            for i, p in enumerate(self.phrases)
-            if p.zodiac in (None, zodiac)
-            and p.text not in upper
-            and p.text not in lower
-            and len(set(p.text) & set(couplet)) < 3
-        ]
+        chars, wished = set(couplet), set(keywords)
+        idx, bonus = [], []
+        for i, (p, own) in enumerate(zip(self.phrases, self._chars)):
+            shared = len(own & chars)
+            if p.zodiac in (None, zodiac) and shared < 3 and p.text not in upper and p.text not in lower:
+                idx.append(i)
+                bonus.append(0.1 * bool(own & wished) - 0.1 * max(0, shared - 1) + 0.03 * bool(p.zodiac))
         if self._pvec is not None:
             sim = self._pvec[idx] @ self._vec(couplet)
         else:
             sim = np.zeros(len(idx))
-        bonus = np.array([self._bonus(self.phrases[i], couplet, keywords) for i in idx])
-        order = np.argsort(-(sim + bonus))
+        order = np.argsort(-(sim + np.array(bonus)))
         pick = order[0] if rng is None else order[int(rng.integers(0, min(top, len(order))))]
         return self.phrases[idx[pick]].text
-
-    @staticmethod
-    def _bonus(phrase: Phrase, couplet: str, keywords: str) -> float:
-        shared = len(set(phrase.text) & set(couplet))
-        return 0.1 * bool(set(phrase.text) & set(keywords)) - 0.1 * max(0, shared - 1) + 0.03 * bool(phrase.zodiac)
