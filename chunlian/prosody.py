@@ -10,7 +10,7 @@ can mask a whole vocabulary at once: 1 = 平, 2 = 仄, 3 = either, 0 = unknown.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from itertools import groupby
@@ -173,7 +173,11 @@ class Report:
             "tones": self.tones,
             "hard_ok": self.hard_ok,
             "soft_score": round(self.soft_score, 4),
-            "rules": [asdict(r) for r in self.rules],
+            # by hand: dataclasses.asdict deep-copies every field, at every request
+            "rules": [
+                {"name": r.name, "hard": r.hard, "passed": r.passed, "message": r.message, "score": r.score}
+                for r in self.rules
+            ],
         }
 
 

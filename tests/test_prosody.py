@@ -83,3 +83,15 @@ def test_pingshui_track_changes_the_verdict_on_entering_tones():
     # 国 is 平 today but 入声 (仄) in the rhyme book
     assert check("春回大地千山秀", "福满神州万户国", "xin").rule("lower_ends_ping").passed
     assert not check("春回大地千山秀", "福满神州万户国", "pingshui").rule("lower_ends_ping").passed
+
+
+def test_the_rule_report_names_every_field_of_every_rule():
+    """The API's rule report is written by hand (no deep copy): a field added to Rule must reach it."""
+    import dataclasses
+
+    from chunlian.prosody import Rule, check
+
+    rep = check("春回大地千山秀", "日暖神州万物荣", "xin", None)
+    fields = [f.name for f in dataclasses.fields(Rule)]
+    assert rep.rules and all(list(r) == fields for r in rep.to_dict()["rules"])
+    assert rep.to_dict()["rules"][0] == dataclasses.asdict(rep.rules[0])
