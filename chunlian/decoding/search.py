@@ -80,8 +80,7 @@ class Row:
 @dataclass
 class LineResult:
     rows: list[Row]
-    state: object
-    logp: np.ndarray | None  # next-token log-probs per row after the end token was fed
+    state: object  # after each row's last character; the caller feeds the end to the rows it keeps
 
 
 def search_line(
@@ -92,7 +91,6 @@ def search_line(
     specs: list[LineSpec],
     width: int,
     end_token: int,
-    feed_end: bool,
     rng: np.random.Generator | None = None,
     temperature: float = 0.8,
     top_k: int = 24,
@@ -150,7 +148,7 @@ def search_line(
         first = np.searchsorted(g_sorted, g_sorted, side="left")
         keep = order[(np.arange(len(order)) - first) < width]
         if not len(keep):
-            return LineResult([], state, None)
+            return LineResult([], state)
         parents, tokens = cand_row[keep], cand_tok[keep]
         grp, score, key = cand_grp[keep], cand_score[keep], cand_key[keep]
         ids = np.concatenate([ids[parents], tokens[:, None]], axis=1)
@@ -158,11 +156,7 @@ def search_line(
     score = score + logp[:, end_token]
     key = key + logp[:, end_token]
     rows = [Row(int(g), [vm.itos[t] for t in r], float(sc), float(kk)) for g, r, sc, kk in zip(grp, ids, score, key)]
-    if feed_end:
-        idx = np.arange(len(rows))
-        state, logp = yield Step(state, idx, np.full(len(rows), end_token))
-        return LineResult(rows, state, logp)
-    return LineResult(rows, state, None)
+    return LineResult(rows, state)
 
 
 def _avoid_penalty(vm: VocabMasks, logp: np.ndarray, specs: list[LineSpec], grp, pos: int, cost: float):

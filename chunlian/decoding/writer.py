@@ -18,7 +18,7 @@ from chunlian import prosody
 from chunlian.decoding import inputs, placement, rerank
 from chunlian.decoding.constraints import LineSpec, VocabMasks, mirror_of
 from chunlian.decoding.hengpi import HengpiChooser
-from chunlian.decoding.search import Score, Search, Start, drive, search_line
+from chunlian.decoding.search import Score, Search, Start, Step, drive, search_line
 from chunlian.errors import CoupletError
 from chunlian.model.runtime import LanguageModel
 from chunlian.prosody import PING, PUNCT, ZE
@@ -147,8 +147,7 @@ class CoupletWriter:
                 list(range(len(places))),
                 specs,
                 UPPER_WIDTH,
-                self.lm.sep_id,
-                True,
+                self.lm.sep_id,  # fed below, to the kept uppers only
                 rng,
                 stock_cost=self.stock_cost,
                 avoid_cost=avoid_cost,
@@ -166,7 +165,7 @@ class CoupletWriter:
             if not uppers:
                 continue
             rows = np.array([u[0] for u in uppers])
-            state2 = self.lm.select(res.state, rows)
+            state2, logp2 = yield Step(res.state, rows, np.full(len(rows), self.lm.sep_id))
             specs2 = [
                 LineSpec(
                     n,
@@ -186,12 +185,11 @@ class CoupletWriter:
             res2 = yield from search_line(
                 vm,
                 state2,
-                res.logp[rows],
+                logp2,
                 list(range(len(uppers))),
                 specs2,
                 LOWER_WIDTH,
                 self.lm.eos_id,
-                False,
                 rng,
                 stock_cost=self.stock_cost,
                 avoid_cost=avoid_cost,
@@ -282,7 +280,6 @@ class CoupletWriter:
                 [spec],
                 width,
                 self.lm.eos_id,
-                False,
                 rng,
                 stock_cost=self.stock_cost if spring else 0.0,  # 春联 clichés, not a general line's
                 avoid_cost=avoid_cost,
