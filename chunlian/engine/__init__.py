@@ -18,6 +18,7 @@ import threading
 import time
 from concurrent.futures import Future
 from functools import lru_cache
+from pathlib import Path
 
 from chunlian import calendar, prosody
 from chunlian.decoding import inputs
@@ -28,6 +29,8 @@ from chunlian.engine.cache import make_cache
 from chunlian.engine.metrics import Metrics
 from chunlian.engine.settings import Settings
 from chunlian.errors import CoupletError
+from chunlian.model.runtime import default_model_dir
+from chunlian.model.tokenizer import Tokenizer
 
 SCRIPTS = ("simplified", "traditional")
 TIMED_OUT = CoupletError("timeout", "生成超时，请再试一次", "the couplet took too long; try again")
@@ -40,6 +43,18 @@ def s2t():
     import opencc
 
     return opencc.OpenCC("s2t")
+
+
+def _vocabulary(s: Settings) -> str:
+    """The shipped model's characters, read ahead so their tones load beside the model (else "")."""
+    if s.backend != "onnx":
+        return ""
+    try:
+        return "".join(
+            c for c in Tokenizer.load(Path(s.model_dir or default_model_dir()) / "vocab.txt").itos if len(c) == 1
+        )
+    except (OSError, ValueError):  # the model's own loading reports a missing or broken file
+        return ""
 
 
 def load_model(backend: str = "onnx", model_dir=None, precision: str = "fp32", threads: int = 0):
@@ -60,7 +75,8 @@ class Engine:
         self.settings = s = settings or Settings(**{k: v for k, v in overrides.items() if v is not None})
         self.started = time.time()
         # dictionaries load while ONNX Runtime builds its session (which releases the GIL)
-        self._preload = threading.Thread(target=prosody.preload, name="chunlian-preload", daemon=True)
+        chars = _vocabulary(s) if lm is None else ""
+        self._preload = threading.Thread(target=prosody.preload, args=(chars,), name="chunlian-preload", daemon=True)
         self._preload.start()
         self.lm = lm or load_model(s.backend, s.model_dir, s.precision, s.threads)
         self.writer = CoupletWriter(self.lm)
@@ -82,14 +98,12 @@ class Engine:
         self.ready = False
 
     def warm(self) -> float:
-        """Run each line length and mode once (cache bypassed), so the first user waits for nothing."""
+        """Write one couplet and match one line (cache bypassed), so the first user waits for nothing:
+        the first search builds the decoder's masks; later lengths and modes cost nothing extra."""
         t = time.perf_counter()
         self._preload.join()
-        for n in inputs.LENGTHS:
-            self._execute(self.writer.write_search(["春"], length=n, count=3))
-        self._execute(self.writer.write_search(["如意"], mode="acrostic", count=3))
+        self._execute(self.writer.write_search(["春"], count=3))
         self._execute(self.writer.match_search("春回大地千山秀", count=3))
-        self._execute(self.writer.match_search("春满乾坤福满门", count=3))
         self.ready = True
         return time.perf_counter() - t
 

@@ -24,7 +24,9 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         None, description="redis://host:port/db: one result cache shared by every replica (unset: in-process)"
     )
-    warm: bool = Field(True, description="warm every length and mode before /readyz turns ready")
+    warm: bool = Field(
+        True, description="write and match once before /readyz turns ready (the first search builds the masks)"
+    )
     kiosk: bool = Field(False, description="page in kiosk mode: fullscreen, touch-sized, resets when idle")
     kiosk_idle_s: float = Field(60.0, gt=0, description="kiosk: close the doors after this long untouched")
 
