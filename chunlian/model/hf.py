@@ -87,6 +87,3 @@ class HFCoupletLM:
 
     def step_many(self, jobs):
         return [self.step(*j) for j in jobs]
-
-    def select(self, state: SeqState, rows: np.ndarray) -> SeqState:
-        return SeqState([state.seqs[int(r)] for r in rows])

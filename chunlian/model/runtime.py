@@ -36,8 +36,6 @@ class LanguageModel(Protocol):
 
     def step(self, state: State, parents: np.ndarray, tokens: np.ndarray) -> tuple[State, np.ndarray]: ...
 
-    def select(self, state: State, rows: np.ndarray) -> State: ...
-
 
 def log_softmax(x: np.ndarray) -> np.ndarray:
     x = x - x.max(axis=-1, keepdims=True)
@@ -185,9 +183,6 @@ class OnnxLM:
         logits, present = self._run(ids, pos, mask, past)
         lens = np.array([len(p) for p in prompts], dtype=np.int64)
         return KVState(present, mask, lens), log_softmax(logits)
-
-    def select(self, state: KVState, rows: np.ndarray) -> KVState:
-        return KVState(state.past[:, :, rows], state.key_mask[rows], state.next_pos[rows])
 
     # merged calls: many searches' rows in one model batch ---------------------------------
     def start_many(self, jobs: list[list[list[int]]]) -> list[tuple[KVState, np.ndarray]]:
