@@ -156,6 +156,7 @@ def eval_keywords(engine, path, limit=None, tones="xin", length=7, out=None, pro
             lines.append(f"{' '.join(words)}\t{c.upper}\t{c.lower}\t{c.horizontal}")
             slips["wrong_year"] += bool(rerank.year_slips(c.upper + "／" + c.lower, words, y.zodiac))
             slips["negated"] += bool(rerank.negated(c.upper + "／" + c.lower, words))
+            slips["near_misses"] += bool(rerank.near_misses(c.upper, c.lower))  # 马到成意 (reported, not enforced)
             slips["hengpi_repeats"] += c.horizontal in c.upper or c.horizontal in c.lower
             hengpi[c.horizontal] += 1
             other = engine.writer.write(words, length=length, count=1, tones=tones, zodiac=y.zodiac, seed=1)

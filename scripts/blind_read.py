@@ -84,17 +84,20 @@ def score(args) -> None:
 
 
 def dump(args) -> None:
-    """The deterministic couplet of every wish-word group of both keyword sets, in order."""
+    """The deterministic couplet of every wish-word group of both keyword sets, in order (at each
+    of ``--lengths``, where given; otherwise at the writer's default length)."""
     from chunlian.engine import Engine
 
     writer, zodiac, out = Engine(cache_size=0).writer, coming_year().zodiac, []
     for f in sorted(Path("docs").glob("keywords*.txt")):
         for words in (ln.split() for ln in f.read_text(encoding="utf-8").splitlines() if ln.split()):
-            try:
-                c = writer.write(words, count=1, zodiac=zodiac).couplets[0]
-                out.append([" ".join(words), c.upper, c.lower])
-            except Exception:  # noqa: BLE001 — a refused word (脱贫) has no couplet in either state
-                out.append([" ".join(words), "", ""])
+            for n in args.lengths or [None]:
+                label = " ".join(words) + (f" ({n})" if n else "")
+                try:
+                    c = writer.write(words, count=1, zodiac=zodiac, **({"length": n} if n else {})).couplets[0]
+                    out.append([label, c.upper, c.lower])
+                except Exception:  # noqa: BLE001 — a refused word (脱贫) has no couplet in either state
+                    out.append([label, "", ""])
     Path(args.out).write_text(json.dumps(out, ensure_ascii=False), encoding="utf-8")
     print(f"{len(out)} groups -> {args.out}")
 
@@ -146,6 +149,7 @@ def main() -> None:
     s.set_defaults(func=score)
     d = sub.add_parser("dump")
     d.add_argument("--out", required=True)
+    d.add_argument("--lengths", type=int, nargs="*", help="characters a line (default: the writer's own)")
     d.set_defaults(func=dump)
     pr = sub.add_parser("pairs")
     pr.add_argument("a")

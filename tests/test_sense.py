@@ -34,7 +34,7 @@ def test_couplets_written_for_a_year_name_only_that_year(writer, year):
 
 def test_the_years_own_imagery_is_rewarded():
     assert rerank.imagery("三阳开泰迎新岁", "羊") and not rerank.imagery("三阳开泰迎新岁", "马")
-    assert rerank.soft_adjustment("吉羊纳福", "羊") > rerank.soft_adjustment("吉星纳福", "羊")
+    assert rerank.soft_adjustment(("吉羊纳福",), "羊") > rerank.soft_adjustment(("吉星纳福",), "羊")
 
 
 def test_a_negated_wish_word_is_refused_and_set_blessings_are_not():
@@ -213,3 +213,26 @@ def test_relevance_reads_a_given_line_back_but_not_wish_words(writer):
     assert Score in kinds and res.couplets
     kinds, res = calls(writer.write_search(["如意"], count=3, zodiac="羊"))
     assert Score not in kinds and len(res.couplets) == 3
+
+
+def test_a_broken_set_phrase_is_caught_and_a_word_of_its_own_is_not():
+    """马到成意 (马到成功), 呕心沥汗 (呕心沥血) and 更上万层 (更上一层) read as broken; the idiom
+    itself, a near span that is a word (五谷丰收) and spans across a line's break are fine."""
+    assert rerank.near_misses("人逢幸福康乐日", "马到成意吉祥年") == ["马到成意"]
+    assert rerank.near_misses("工匠呕心沥汗水") == ["呕心沥汗"] and rerank.near_misses("改革更上万层楼") == ["更上万层"]
+    assert rerank.near_misses("马到成功吉祥年", "五谷丰收大有年", "百花竞放迎春笑") == []
+    assert rerank.near_misses("一身正，气象新") == []
+
+
+@pytest.mark.parametrize(("words", "length"), [(["保险"], 7), (["鹏程"], 5), (["三阳"], 11)])
+def test_a_near_miss_cost_steers_the_writer_to_a_candidate_without_one(writer, monkeypatch, words, length):
+    """Shipped off (readers preferred the couplets without it: rerank.NEAR_MISS_COST), but measurable:
+    each of these writes a near-miss (更上万层, 鹏程千里, 风调雨顺 broken) unless the cost is set."""
+
+    def best():
+        c = writer.write(words, length=length, count=1, zodiac="羊").couplets[0]
+        return rerank.near_misses(c.upper, c.lower)
+
+    assert best() != []
+    monkeypatch.setattr(rerank, "NEAR_MISS_COST", 1.0)
+    assert best() == []

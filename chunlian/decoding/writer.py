@@ -344,7 +344,10 @@ class CoupletWriter:
         also get the word-level rules (a word table: 词性相对, 合掌), which cost the most. With
         ``avoid`` (换一副), those changing at least ``rerank.VARIED`` of what was written come first.
         """
-        made = {"both": lambda u, l: u + l, "upper": lambda u, l: u, "lower": lambda u, l: l}[vary]
+        written = {"both": lambda u, l: (u, l), "upper": lambda u, l: (u,), "lower": lambda u, l: (l,)}[vary]
+
+        def made(upper, lower):
+            return "".join(written(upper, lower))
 
         def score(upper, lower, lm_total, full, relevance=0.0):
             rep = prosody.check(upper, lower, tones, self.vocab, words=full)
@@ -359,7 +362,7 @@ class CoupletWriter:
             lm_score = lm_total / chars
             rhythm = next((r.score for r in rep.rules if r.name == "rhythm_opposed"), 1.0)
             total = lm_score + SOFT_WEIGHT * rep.soft_score - RHYTHM_WEIGHT * (1.0 - rhythm)
-            total += relevance_weight * relevance + rerank.soft_adjustment(made(upper, lower), zodiac)
+            total += relevance_weight * relevance + rerank.soft_adjustment(written(upper, lower), zodiac)
             return Couplet(upper, lower, "", rep, total, lm_score, words)
 
         def pick(cands, k):
