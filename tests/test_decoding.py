@@ -24,7 +24,7 @@ def _assert_form(upper, lower):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ws=words, length=st.sampled_from([5, 7, 9]), seed=st.one_of(st.none(), st.integers(0, 10_000)))
+@given(ws=words, length=st.sampled_from([5, 7, 9, 11]), seed=st.one_of(st.none(), st.integers(0, 10_000)))
 def test_embedded_wish_words_always_give_well_formed_couplets(writer, ws, length, seed):
     try:
         res = writer.write(ws, length=length, count=2, seed=seed)
@@ -181,3 +181,37 @@ def test_bad_upper_lines_give_a_clear_error(writer, bad, code):
     with pytest.raises(CoupletError) as ei:
         writer.match(bad)
     assert ei.value.code == code
+
+
+def test_long_lines_are_written_in_two_clauses_and_shown_without_the_comma(writer):
+    """Lines of 9 and 11 are written 4，5 and 4，7, as the model learned long lines, and shown as a door
+    couplet is printed: one run of characters."""
+    from chunlian.decoding.search import Step, call
+
+    comma = writer.lm.itos.index("，")
+    search, fed = writer.write_search(["如意"], length=11, count=2), []
+    try:
+        op = next(search)
+        while True:
+            if isinstance(op, Step):
+                fed.append(set(op.tokens.tolist()))
+            op = search.send(call(writer.lm, op))
+    except StopIteration as stop:
+        res = stop.value
+    assert fed.count({comma}) == 2  # the fifth character of the upper line, then of the lower
+    for c in res.couplets:
+        assert len(c.upper) == len(c.lower) == 11 and "，" not in c.upper + c.lower
+        _assert_form(c.upper, c.lower)
+
+
+def test_a_wish_word_across_the_clause_break_keeps_the_line_in_one_run():
+    from chunlian.decoding.placement import Placement
+    from chunlian.decoding.writer import clause_break, shift, with_break, without_break
+
+    across = Placement({2: "程", 3: "序", 4: "员"}, {}, 1.0)
+    before = Placement({0: "如", 1: "意"}, {}, 0.5)
+    assert clause_break(11, [across, before]) == (4, [before])
+    assert clause_break(11, [across]) == (None, [across])
+    assert clause_break(7, [before]) == (None, [before])
+    assert shift({0: "如", 5: "意"}, 4) == {0: "如", 6: "意"}
+    assert without_break(with_break("如意春风万里江山皆入画", 4), 4) == "如意春风万里江山皆入画"
