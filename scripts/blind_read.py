@@ -89,6 +89,8 @@ def dump(args) -> None:
     from chunlian.engine import Engine
 
     writer, zodiac, out = Engine(cache_size=0).writer, coming_year().zodiac, []
+    if args.dev_lines:
+        return dump_matches(args, writer, zodiac)
     for f in sorted(Path("docs").glob("keywords*.txt")):
         for words in (ln.split() for ln in f.read_text(encoding="utf-8").splitlines() if ln.split()):
             for n in args.lengths or [None]:
@@ -100,6 +102,22 @@ def dump(args) -> None:
                     out.append([label, "", ""])
     Path(args.out).write_text(json.dumps(out, ensure_ascii=False), encoding="utf-8")
     print(f"{len(out)} groups -> {args.out}")
+
+
+def dump_matches(args, writer, zodiac) -> None:
+    """对对子 on every unpunctuated upper line of the dev split of ``--dev-lines`` lengths (never trained on)."""
+    from chunlian.prosody import PUNCT
+
+    lines = [p.upper for p in read_pairs(args.data, "dev") if len(p.upper) in args.dev_lines]
+    out = []
+    for line in dict.fromkeys(u for u in lines if not any(c in PUNCT for c in u)):
+        try:
+            c = writer.match(line, count=1, zodiac=zodiac, direction="upper").couplets[0]
+            out.append([line, c.upper, c.lower])
+        except Exception:  # noqa: BLE001 — a line refused in either state has no pair
+            out.append([line, "", ""])
+    Path(args.out).write_text(json.dumps(out, ensure_ascii=False), encoding="utf-8")
+    print(f"{len(out)} lines -> {args.out}")
 
 
 def pairs(args) -> None:
@@ -150,6 +168,8 @@ def main() -> None:
     d = sub.add_parser("dump")
     d.add_argument("--out", required=True)
     d.add_argument("--lengths", type=int, nargs="*", help="characters a line (default: the writer's own)")
+    d.add_argument("--dev-lines", type=int, nargs="*", help="instead: 对对子 on the dev split's lines of these lengths")
+    d.add_argument("--data", default="../shared/data")
     d.set_defaults(func=dump)
     pr = sub.add_parser("pairs")
     pr.add_argument("a")

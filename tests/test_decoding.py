@@ -215,3 +215,17 @@ def test_a_wish_word_across_the_clause_break_keeps_the_line_in_one_run():
     assert clause_break(7, [before]) == (None, [before])
     assert shift({0: "如", 5: "意"}, 4) == {0: "如", 6: "意"}
     assert without_break(with_break("如意春风万里江山皆入画", 4), 4) == "如意春风万里江山皆入画"
+
+
+def test_a_persons_long_line_is_read_in_two_clauses_where_a_word_ends_after_the_fourth(writer):
+    """对对子 on an unpunctuated line of 9 or 11 reads it 4，5 / 4，7 only where a word ends there; the
+    person's own punctuation, a word across the break and other lengths leave the line as typed."""
+    from chunlian.decoding.writer import match_break
+
+    assert match_break("万木逢春三山五岭皆吐翠") == 4
+    assert match_break("庆佳节，秦岭思念阿里山") is None  # punctuated by its writer
+    assert match_break("旭日出东方光弥宇宙") is None  # 东方 spans the fourth and fifth characters
+    assert match_break("春回大地千山秀") is None
+    for c in writer.match("万木逢春三山五岭皆吐翠", count=2).couplets:
+        assert c.upper == "万木逢春三山五岭皆吐翠" and len(c.lower) == 11 and "，" not in c.lower
+        _assert_form(c.upper, c.lower)

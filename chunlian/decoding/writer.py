@@ -10,6 +10,7 @@ reverse direction (relevance: does the given line follow from the written one?).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,7 +22,7 @@ from chunlian.decoding.hengpi import HengpiChooser
 from chunlian.decoding.search import Score, Search, Start, Step, drive, search_line
 from chunlian.errors import CoupletError
 from chunlian.model.runtime import LanguageModel
-from chunlian.prosody import PING, PUNCT, ZE
+from chunlian.prosody import PING, PUNCT, UNKNOWN, ZE
 
 SOFT_WEIGHT = 1.0
 RHYTHM_WEIGHT = 2.0  # a rhythm point left unopposed (masks relaxed, or a polyphone read otherwise) costs most
@@ -265,23 +266,24 @@ class CoupletWriter:
         given_rules = ("auspicious",) if ill else ()
         last = max(i for i, c in enumerate(text) if c not in PUNCT)
         reverse = direction == "lower" or (direction == "auto" and t[last] == PING)
-        n = len(text)
-        punct = {i: c for i, c in enumerate(text) if c in PUNCT}
+        brk = match_break(text)
+        written = with_break(text, brk)  # the line as the model reads it
+        punct = {i: c for i, c in enumerate(written) if c in PUNCT}
         rng = np.random.default_rng(seed) if seed is not None else None
-        prompt = self.lm.encode_prompt("reverse" if reverse else "match", text, spring)
+        prompt = self.lm.encode_prompt("reverse" if reverse else "match", written, spring)
         for strict in (True, False):
             spec = LineSpec(
-                n,
+                len(written),
                 ZE if reverse else PING,
                 punct=punct,
-                other_tones=t,
+                other_tones=t if brk is None else t[:brk] + [UNKNOWN] + t[brk:],
                 alternate=False,
                 forbidden=frozenset(text),
-                mirror=mirror_of(text),
+                mirror=mirror_of(written),
                 strict=strict,
                 zodiac=zodiac,
-                avoid=(avoid[0] if reverse else avoid[1]) if avoid else "",
-                partner=text,
+                avoid=with_break((avoid[0] if reverse else avoid[1]) if avoid else "", brk),
+                partner=written,
             )
             state, logp = yield Start([prompt])
             width = max(8, 3 * count)
@@ -299,9 +301,8 @@ class CoupletWriter:
                 pair_weight=self.spring_pair_weight if spring else self.pair_weight,
                 spring=spring,
             )
-            pairs = [
-                ("".join(r.text), text, r.score) if reverse else (text, "".join(r.text), r.score) for r in res.rows
-            ]
+            lines = [without_break("".join(r.text), brk) for r in res.rows]
+            pairs = [(w, text, r.score) if reverse else (text, w, r.score) for w, r in zip(lines, res.rows)]
             given_end = ("lower_ends_ping",) if reverse else ("upper_ends_ze",)
             found = yield from self._finish(
                 pairs,
@@ -315,6 +316,7 @@ class CoupletWriter:
                 spring=spring,
                 avoid=avoid,
                 relevance_weight=self.relevance_weight,
+                brk=brk,
             )
             if found:
                 notices = []
@@ -349,6 +351,7 @@ class CoupletWriter:
         spring=True,
         avoid=None,
         relevance_weight=0.0,
+        brk=None,
     ) -> Search:
         """Verify every candidate, rank, and keep ``count`` whose generated lines all differ.
 
@@ -395,24 +398,26 @@ class CoupletWriter:
         totals = {(u, l): s for u, l, s in pairs}
         first = [c for c in (score(u, l, s, False) for u, l, s in pairs) if c is not None]
         shortlist = pick(first, max(SHORTLIST, 2 * count))
-        relevance = yield from self._relevance(shortlist, vary, spring, relevance_weight)
+        relevance = yield from self._relevance(shortlist, vary, spring, relevance_weight, brk)
         rescored = [score(c.upper, c.lower, totals[(c.upper, c.lower)], True, r) for c, r in zip(shortlist, relevance)]
         chosen = pick([c for c in rescored if c is not None], count)
         for c in chosen:
             c.horizontal = self.hengpi.choose(c.upper, c.lower, "".join(words), zodiac, rng)
         return chosen
 
-    def _relevance(self, cands: list[Couplet], vary: str, spring: bool, weight: float) -> Search:
+    def _relevance(self, cands: list[Couplet], vary: str, spring: bool, weight: float, brk=None) -> Search:
         """Per-character log-prob of the written line(s) read the other way round: the upper line
         given the lower (or, where the upper was written for a given lower, the lower given it).
-        A line that would fit any partner scores low here. Zero where the model has no reverse task."""
+        A line that would fit any partner scores low here. Zero where the model has no reverse task.
+        The lines are read as they were written (``brk``: with the clause break)."""
         if not cands or not weight or not hasattr(self.lm, "pair_sequence"):
             return [0.0] * len(cands)
+        up = ([with_break(c.upper, brk), with_break(c.lower, brk)] for c in cands)
         jobs = [
-            self.lm.pair_sequence(c.upper, c.lower, False, spring)
+            self.lm.pair_sequence(u, lo, False, spring)
             if vary == "upper"
-            else self.lm.pair_sequence(c.lower, c.upper, True, spring)
-            for c in cands
+            else self.lm.pair_sequence(lo, u, True, spring)
+            for u, lo in up
         ]
         scores = yield Score([seq for seq, _ in jobs], [k for _, k in jobs])
         return [float(s) / (len(seq) - k) for s, (seq, k) in zip(scores, jobs)]
@@ -434,6 +439,16 @@ def clause_break(n: int, places: list) -> tuple[int | None, list]:
     brk = CLAUSE_BREAK.get(n)
     kept = [p for p in places if not any(brk - 1 in d and brk in d for d in (p.upper, p.lower))] if brk else []
     return (brk, kept) if kept else (None, places)
+
+
+def match_break(line: str) -> int | None:
+    """The clause break for a person's long line: only where it has no punctuation of its own and a word
+    ends there (万木逢春 | 三山五岭皆吐翠, not 一夜连双 | 岁…)."""
+    brk = CLAUSE_BREAK.get(len(line))
+    if brk is None or any(c in PUNCT for c in line):
+        return None
+    ends = set(itertools.accumulate(len(w) for w in prosody.split_words(line, prosody.word_table())))
+    return brk if brk in ends else None
 
 
 def shift(fixed: dict[int, str], brk: int | None) -> dict[int, str]:
