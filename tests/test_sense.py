@@ -1,6 +1,8 @@
 """Sense beyond form: the right year, wish words never negated, a 横批 that sums up rather than
 repeats, a person's own line accepted, freshness across many wish words, and the register tag."""
 
+from pathlib import Path
+
 import pytest
 
 from chunlian.calendar import ANIMALS, previous_animal, spring_festival, wrong_year
@@ -126,6 +128,15 @@ def test_the_repetition_figure_counts_spans_across_couplets():
     assert spans["千家乐"] == 4 and "年年好" not in spans
     assert differs(("一二三四五", "六七八九十"), ("一二三四五", "六七八九十")) == 0.0
     assert differs(("一二三四五", "六七八九十"), ("甲二三四五", "乙七八九十")) == 0.2
+
+
+def test_long_lines_over_many_wish_words_do_not_share_one_template(writer):
+    """Lines of 11 pay for the long lines' own stock spans too: without them, 万里江山 opened the second
+    clause of 6 of these 20 couplets (and of a quarter of both keyword sets')."""
+    groups = [ln.split() for ln in Path("docs/keywords.txt").read_text(encoding="utf-8").splitlines() if ln.split()]
+    made = [(c.upper, c.lower) for g in groups[:20] for c in writer.write(g, length=11, count=1, zodiac="羊").couplets]
+    assert repeated_spans(made) == {}
+    assert "江山添" in rerank.stock_spans(long=True) and "江山添" not in rerank.stock_spans()
 
 
 def test_stock_spans_cost_the_search(writer):

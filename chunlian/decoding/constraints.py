@@ -17,6 +17,8 @@ from chunlian.calendar import ANIMALS, FAREWELL, WELCOME, YEAR_WORDS, previous_a
 from chunlian.decoding.rerank import char_pairs, stock_spans
 from chunlian.prosody import EITHER, PING, PUNCT, UNKNOWN, ZE, char_tone, inauspicious, is_han, no_glyph, rhythm_points
 
+LONG_LINE = 9
+
 
 class VocabMasks:
     """Per-vocabulary tables for one model and one tone track."""
@@ -36,13 +38,20 @@ class VocabMasks:
         self.exact = {PING: self.free & (self.tone == PING), ZE: self.free & (self.tone == ZE)}
         # opposite[tone code] as one table, so a whole batch of rows is masked by fancy indexing
         self.opposite = np.stack([self.opposite_of(code) for code in range(max(PING, ZE, EITHER, UNKNOWN) + 1)])
-        self.stock_next = self._stock_index()
+        self._stock: dict[bool, dict] = {}
         self._partners: dict[bool, dict] = {}
 
-    def _stock_index(self) -> dict[tuple[int, int], np.ndarray]:
-        """(first, second) character ids -> the third characters that would complete a stock span."""
+    def stock_next(self, length: int) -> dict[tuple[int, int], np.ndarray]:
+        """(first, second) character ids -> the third characters that would complete a stock span, for
+        a line of ``length`` (long lines, of 9 and more, have stock spans of their own)."""
+        long = length >= LONG_LINE
+        if long not in self._stock:
+            self._stock[long] = self._stock_index(long)
+        return self._stock[long]
+
+    def _stock_index(self, long: bool) -> dict[tuple[int, int], np.ndarray]:
         index: dict[tuple[int, int], list[int]] = {}
-        for span in stock_spans():
+        for span in stock_spans(long):
             if all(c in self.stoi for c in span):
                 a, b, c = (self.stoi[ch] for ch in span)
                 index.setdefault((a, b), []).append(c)

@@ -39,10 +39,12 @@ def _lines(name: str) -> list[str]:
     return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
 
 
-@lru_cache(maxsize=1)
-def stock_spans() -> frozenset[str]:
-    """Three-character spans that mark a machine couplet (see scripts/stock_spans.py)."""
-    return frozenset(w for ln in _lines("stock_spans.txt") for w in ln.split() if len(w) == 3)
+@lru_cache(maxsize=2)
+def stock_spans(long: bool = False) -> frozenset[str]:
+    """Three-character spans that mark a machine couplet (see scripts/stock_spans.py); ``long``: with the
+    long lines' own, which lines of 9 and 11 pay for too (万里江山添锦绣)."""
+    names = ("stock_spans.txt", "stock_spans_long.txt") if long else ("stock_spans.txt",)
+    return frozenset(w for name in names for ln in _lines(name) for w in ln.split() if len(w) == 3)
 
 
 @lru_cache(maxsize=1)

@@ -119,7 +119,7 @@ def search_line(
         masks, forced = step_masks(vm, specs, grp, pos, ids)
         R = len(grp)
         if stock_cost and pos >= 2:
-            logp = _stock_penalty(vm, logp, ids, stock_cost)
+            logp = _stock_penalty(vm.stock_next(specs[0].length), logp, ids, stock_cost)
         if avoid_cost:
             logp = _avoid_penalty(vm, logp, specs, grp, pos, avoid_cost)
         if pair_weight:
@@ -178,11 +178,9 @@ def _pair_bonus(table: dict, logp: np.ndarray, specs: list[LineSpec], grp, pos: 
     return _charge(logp, hits)
 
 
-def _stock_penalty(vm: VocabMasks, logp: np.ndarray, ids: np.ndarray, cost: float) -> np.ndarray:
+def _stock_penalty(stock_next: dict, logp: np.ndarray, ids: np.ndarray, cost: float) -> np.ndarray:
     hits = [
-        (r, vm.stock_next[key])
-        for r, key in enumerate(zip(ids[:, -2].tolist(), ids[:, -1].tolist()))
-        if key in vm.stock_next
+        (r, stock_next[key]) for r, key in enumerate(zip(ids[:, -2].tolist(), ids[:, -1].tolist())) if key in stock_next
     ]
     return _charge(logp, [(rows, toks, cost) for rows, toks in hits])
 
