@@ -235,10 +235,10 @@ def test_a_broken_set_phrase_is_caught_and_a_word_of_its_own_is_not():
     assert rerank.near_misses("一身正，气象新") == []
 
 
-@pytest.mark.parametrize(("words", "length"), [(["保险"], 7), (["鹏程"], 5), (["梅花"], 11)])
+@pytest.mark.parametrize(("words", "length"), [(["保险"], 7), (["鹏程"], 5)])
 def test_a_near_miss_cost_steers_the_writer_to_a_candidate_without_one(writer, monkeypatch, words, length):
     """Shipped off (readers preferred the couplets without it: rerank.NEAR_MISS_COST), but measurable:
-    each of these writes a near-miss (更上万层, 鹏程千里, 喜气洋门) unless the cost is set."""
+    each of these writes a near-miss (更上万层, 鹏程千里) unless the cost is set."""
 
     def best():
         c = writer.write(words, length=length, count=1, zodiac="羊").couplets[0]
