@@ -10,6 +10,7 @@ reverse direction (relevance: does the given line follow from the written one?).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass, field
 
@@ -65,6 +66,28 @@ class Result:
     notice: str | None = None
 
 
+@dataclass
+class _Plan:
+    """What the two searches of one wish-word request share."""
+
+    vm: VocabMasks
+    tones: str
+    zodiac: str | None
+    rng: np.random.Generator | None
+    width: int  # characters a line is written with (the clause break's comma included)
+    brk: int | None  # where that comma goes (``CLAUSE_BREAK``), or None
+    reserved: frozenset[str]  # the wish words' characters: never at a free position
+    avoid: tuple[str, str] | None  # 换一副: the deterministic couplet, as written
+
+    @property
+    def punct(self) -> dict[int, str]:
+        return {} if self.brk is None else {self.brk: "，"}
+
+    @property
+    def avoid_cost(self) -> float:
+        return rerank.AVOID_COST if self.avoid else 0.0
+
+
 class CoupletWriter:
     def __init__(self, lm: LanguageModel):
         self.lm = lm
@@ -115,110 +138,31 @@ class CoupletWriter:
     def _write(self, keywords, length, mode, count, seed, tones, zodiac, avoid=None) -> Search:
         words = inputs.keywords(keywords, self.vocab)
         n = inputs.length(length)
-        avoid_cost = rerank.AVOID_COST if avoid else 0.0
-        vm = self.masks(tones)
-        if mode == "embed":
-            phrase = len(words) > 1 and "".join(words) in self.hengpi.texts
-            places = placement.embed(words, n, tones, phrase=phrase)
-            prompt = self.lm.encode_prompt("keywords", words)
-        elif mode == "acrostic":
-            places = [placement.acrostic(words, n)]
-            prompt = self.lm.encode_prompt("acrostic", words)
-        else:
-            raise CoupletError(
-                "bad_placement", "位置只能是 embed（嵌字）或 acrostic（藏头）", "placement must be embed or acrostic"
-            )
-        rng = np.random.default_rng(seed) if seed is not None else None
-        reserved = frozenset("".join(words))
+        places, prompt = self._places(words, n, mode, tones)
         brk, places = clause_break(n, places)
-        width, punct = (n, {}) if brk is None else (n + 1, {brk: "，"})
-        avoid = avoid and tuple(with_break(line, brk) for line in avoid)
+        plan = _Plan(
+            self.masks(tones),
+            tones,
+            zodiac,
+            np.random.default_rng(seed) if seed is not None else None,
+            n + (brk is not None),
+            brk,
+            frozenset("".join(words)),
+            avoid and tuple(with_break(line, brk) for line in avoid),
+        )
         for strict in (True, False):
-            specs = [
-                LineSpec(
-                    width,
-                    ZE,
-                    punct=punct,
-                    fixed=shift(p.upper, brk),
-                    forbidden=reserved,
-                    mirror=mirror_of_fixed(shift(p.lower, brk)),
-                    strict=strict,
-                    zodiac=zodiac,
-                    avoid=avoid[0] if avoid else "",
-                )
-                for p in places
-            ]
-            state, logp = yield Start([prompt] * len(places))
-            res = yield from search_line(
-                vm,
-                state,
-                logp,
-                list(range(len(places))),
-                specs,
-                UPPER_WIDTH,
-                self.lm.sep_id,  # fed below, to the kept uppers only
-                rng,
-                stock_cost=self.stock_cost,
-                avoid_cost=avoid_cost,
-            )
-            uppers = []
-            seen = set()
-            for r, row in sorted(enumerate(res.rows), key=lambda x: -x[1].score):
-                text = "".join(row.text)
-                if text in seen or not prosody.can_be(prosody.line_tones(text, tones)[-1], ZE):
-                    continue
-                seen.add(text)
-                uppers.append((r, text, row.score, places[row.group]))
-                if len(uppers) == count + UPPERS_KEPT:
-                    break
+            uppers, state = yield from self._uppers(plan, places, prompt, count, strict)
             if not uppers:
                 continue
-            rows = np.array([u[0] for u in uppers])
-            state2, logp2 = yield Step(res.state, rows, np.full(len(rows), self.lm.sep_id))
-            specs2 = [
-                LineSpec(
-                    width,
-                    PING,
-                    punct=punct,
-                    fixed=shift(p.lower, brk),
-                    other_tones=prosody.line_tones(text, tones),
-                    alternate=False,
-                    forbidden=reserved | set(text),
-                    mirror=mirror_of(text),
-                    strict=strict,
-                    zodiac=zodiac,
-                    avoid=avoid[1] if avoid else "",
-                    partner=text,
-                )
-                for _, text, _, p in uppers
-            ]
-            res2 = yield from search_line(
-                vm,
-                state2,
-                logp2,
-                list(range(len(uppers))),
-                specs2,
-                LOWER_WIDTH,
-                self.lm.eos_id,
-                rng,
-                stock_cost=self.stock_cost,
-                avoid_cost=avoid_cost,
-                pair_weight=self.spring_pair_weight,
-                spring=True,
-            )
             found = yield from self._finish(
-                [
-                    (without_break(uppers[row.group][1], brk), without_break("".join(row.text), brk), score)
-                    for row in res2.rows
-                    for score in [uppers[row.group][2] + row.score]
-                ],
+                (yield from self._lowers(plan, uppers, state, strict)),
                 tones,
                 count,
                 words,
                 zodiac,
-                rng,
+                plan.rng,
                 spring=True,
-                avoid=avoid and tuple(without_break(line, brk) for line in avoid),
+                avoid=avoid,
                 relevance_weight=self.write_relevance_weight,
             )
             if found:
@@ -226,6 +170,99 @@ class CoupletWriter:
         raise CoupletError(
             "no_couplet", "没能写出合格的对联，请换几个字再试", "no couplet passed every rule; try other words"
         )
+
+    def _places(self, words: list[str], n: int, mode: str, tones: str) -> tuple[list, list[int]]:
+        """Where the wish words go (embedded or as heads), and the prompt that asks for them."""
+        if mode == "embed":
+            phrase = len(words) > 1 and "".join(words) in self.hengpi.texts
+            return placement.embed(words, n, tones, phrase=phrase), self.lm.encode_prompt("keywords", words)
+        if mode == "acrostic":
+            return [placement.acrostic(words, n)], self.lm.encode_prompt("acrostic", words)
+        raise CoupletError(
+            "bad_placement", "位置只能是 embed（嵌字）或 acrostic（藏头）", "placement must be embed or acrostic"
+        )
+
+    def _uppers(self, plan: _Plan, places: list, prompt: list[int], count: int, strict: bool) -> Search:
+        """Upper lines for every placement at once; the best distinct ones that end 仄, with their
+        rows (the search's state, the end token not yet fed)."""
+        specs = [
+            LineSpec(
+                plan.width,
+                ZE,
+                punct=plan.punct,
+                fixed=shift(p.upper, plan.brk),
+                forbidden=plan.reserved,
+                mirror=mirror_of_fixed(shift(p.lower, plan.brk)),
+                strict=strict,
+                zodiac=plan.zodiac,
+                avoid=plan.avoid[0] if plan.avoid else "",
+            )
+            for p in places
+        ]
+        state, logp = yield Start([prompt] * len(places))
+        res = yield from search_line(
+            plan.vm,
+            state,
+            logp,
+            list(range(len(places))),
+            specs,
+            UPPER_WIDTH,
+            self.lm.sep_id,  # fed below, to the kept uppers only
+            plan.rng,
+            stock_cost=self.stock_cost,
+            avoid_cost=plan.avoid_cost,
+        )
+        uppers, seen = [], set()
+        for r, row in sorted(enumerate(res.rows), key=lambda x: -x[1].score):
+            text = "".join(row.text)
+            if text in seen or not prosody.can_be(prosody.line_tones(text, plan.tones)[-1], ZE):
+                continue
+            seen.add(text)
+            uppers.append((r, text, row.score, places[row.group]))
+            if len(uppers) == count + UPPERS_KEPT:
+                break
+        return uppers, res.state
+
+    def _lowers(self, plan: _Plan, uppers: list, state, strict: bool) -> Search:
+        """A lower line for each kept upper (forking its rows); the couplets as shown, with their scores."""
+        rows = np.array([u[0] for u in uppers])
+        state2, logp2 = yield Step(state, rows, np.full(len(rows), self.lm.sep_id))
+        specs = [
+            LineSpec(
+                plan.width,
+                PING,
+                punct=plan.punct,
+                fixed=shift(p.lower, plan.brk),
+                other_tones=prosody.line_tones(text, plan.tones),
+                alternate=False,
+                forbidden=plan.reserved | set(text),
+                mirror=mirror_of(text),
+                strict=strict,
+                zodiac=plan.zodiac,
+                avoid=plan.avoid[1] if plan.avoid else "",
+                partner=text,
+            )
+            for _, text, _, p in uppers
+        ]
+        res = yield from search_line(
+            plan.vm,
+            state2,
+            logp2,
+            list(range(len(uppers))),
+            specs,
+            LOWER_WIDTH,
+            self.lm.eos_id,
+            plan.rng,
+            stock_cost=self.stock_cost,
+            avoid_cost=plan.avoid_cost,
+            pair_weight=self.spring_pair_weight,
+            spring=True,
+        )
+        shown = functools.partial(without_break, brk=plan.brk)
+        return [
+            (shown(uppers[row.group][1]), shown("".join(row.text)), uppers[row.group][2] + row.score)
+            for row in res.rows
+        ]
 
     def match_search(
         self,
