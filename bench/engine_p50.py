@@ -1,6 +1,7 @@
 """Engine latency of one checkout against another, side by side in one run (ratios, not absolutes).
 
     python bench/engine_p50.py --before /tmp/before --rounds 3 --n 60
+    python bench/engine_p50.py --before . --this-env CHUNLIAN_PRECISION=int8   # one setting against another
 
 Each round times ``n`` deterministic 3-candidate couplets (the wish words of bench/run.py) one at a
 time, in process, with the cache off, first for the checkout at ``--before`` and then for this one,
@@ -34,8 +35,8 @@ print(json.dumps(lat))
 """
 
 
-def probe(root: Path, n: int) -> list[float]:
-    env = os.environ | {"PYTHONPATH": str(root)}
+def probe(root: Path, n: int, extra: dict | None = None) -> list[float]:
+    env = os.environ | {"PYTHONPATH": str(root)} | (extra or {})
     out = subprocess.run(
         [sys.executable, "-c", PROBE.format(root=str(root), n=n)], capture_output=True, text=True, env=env, check=True
     )
@@ -47,11 +48,13 @@ def main() -> None:
     ap.add_argument("--before", required=True, help="another checkout of chunlian (e.g. a git worktree)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--n", type=int, default=60)
+    ap.add_argument("--this-env", nargs="*", default=[], help="NAME=VALUE settings for this side only")
     args = ap.parse_args()
+    extra = dict(kv.split("=", 1) for kv in args.this_env)
     runs = {"before": [], "this": []}
     for _ in range(args.rounds):
-        runs["before"] += probe(Path(args.before), args.n)
-        runs["this"] += probe(HERE, args.n)
+        runs["before"] += probe(Path(args.before).resolve(), args.n)
+        runs["this"] += probe(HERE, args.n, extra)
     p50 = {k: statistics.median(v) * 1000 for k, v in runs.items()}
     res = {"p50_ms_before": round(p50["before"], 1), "p50_ms_this": round(p50["this"], 1)}
     res["ratio_this_over_before"] = round(p50["this"] / p50["before"], 3)
