@@ -96,7 +96,7 @@ def dump(args) -> None:
             for n in args.lengths or [None]:
                 label = " ".join(words) + (f" ({n})" if n else "")
                 try:
-                    c = writer.write(words, count=1, zodiac=zodiac, **({"length": n} if n else {})).couplets[0]
+                    c = writer.write(words, count=args.count, zodiac=zodiac, **({"length": n} if n else {})).couplets[0]
                     out.append([label, c.upper, c.lower])
                 except Exception:  # noqa: BLE001 — a refused word (脱贫) has no couplet in either state
                     out.append([label, "", ""])
@@ -169,6 +169,7 @@ def main() -> None:
     d.add_argument("--out", required=True)
     d.add_argument("--lengths", type=int, nargs="*", help="characters a line (default: the writer's own)")
     d.add_argument("--dev-lines", type=int, nargs="*", help="instead: 对对子 on the dev split's lines of these lengths")
+    d.add_argument("--count", type=int, default=1, help="candidates asked for (the first is dumped; the page asks 3)")
     d.add_argument("--data", default="../shared/data")
     d.set_defaults(func=dump)
     pr = sub.add_parser("pairs")

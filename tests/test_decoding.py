@@ -229,3 +229,13 @@ def test_a_persons_long_line_is_read_in_two_clauses_where_a_word_ends_after_the_
     for c in writer.match("万木逢春三山五岭皆吐翠", count=2).couplets:
         assert c.upper == "万木逢春三山五岭皆吐翠" and len(c.lower) == 11 and "，" not in c.lower
         _assert_form(c.upper, c.lower)
+
+
+@pytest.mark.parametrize(("words", "length"), [(["如意"], 11), (["吉祥"], 7), (["春", "福"], 5)])
+def test_the_best_couplet_is_the_same_whether_one_or_three_are_asked(writer, words, length):
+    """The page asks for three and shows the first; a script may ask for one. Both must get the same couplet."""
+    one = writer.write(words, length=length, count=1, zodiac="羊").couplets[0]
+    three = writer.write(words, length=length, count=3, zodiac="羊").couplets[0]
+    assert (one.upper, one.lower, one.horizontal) == (three.upper, three.lower, three.horizontal)
+    line = "万木逢春三山五岭皆吐翠"
+    assert writer.match(line, count=1).couplets[0].lower == writer.match(line, count=3).couplets[0].lower

@@ -29,6 +29,10 @@ SOFT_WEIGHT = 1.0
 RHYTHM_WEIGHT = 2.0  # a rhythm point left unopposed (masks relaxed, or a polyphone read otherwise) costs most
 UPPER_WIDTH, LOWER_WIDTH = 4, 2
 UPPERS_KEPT = 1  # upper lines carried into the lower search beyond the ``count`` asked for
+# the search always prepares this many candidates (the page's and the CLI's count), so the best couplet is the same
+# whether one or three are asked for; readers preferred this pool's best to a one-candidate search's (54.4% of 204
+# votes on the 102 groups of both keyword sets, at 5–11 characters, where the two differed)
+POOL = 3
 SHORTLIST = 6  # candidates scored in the reverse direction (at least; 2 × count when more are asked)
 # long lines are written with a comma after the fourth character and shown without it, as a door couplet is
 # printed: the model learned them that way (of 14,172 training lines of 11 characters, 12,584 are 4，7; of
@@ -219,7 +223,7 @@ class CoupletWriter:
                 continue
             seen.add(text)
             uppers.append((r, text, row.score, places[row.group]))
-            if len(uppers) == count + UPPERS_KEPT:
+            if len(uppers) == max(count, POOL) + UPPERS_KEPT:
                 break
         return uppers, res.state
 
@@ -323,7 +327,7 @@ class CoupletWriter:
                 partner=written,
             )
             state, logp = yield Start([prompt])
-            width = max(8, 3 * count)
+            width = max(8, 3 * max(count, POOL))
             res = yield from search_line(
                 vm,
                 state,
@@ -434,7 +438,7 @@ class CoupletWriter:
 
         totals = {(u, l): s for u, l, s in pairs}
         first = [c for c in (score(u, l, s, False) for u, l, s in pairs) if c is not None]
-        shortlist = pick(first, max(SHORTLIST, 2 * count))
+        shortlist = pick(first, max(SHORTLIST, 2 * max(count, POOL)))
         relevance = yield from self._relevance(shortlist, vary, spring, relevance_weight, brk)
         rescored = [score(c.upper, c.lower, totals[(c.upper, c.lower)], True, r) for c, r in zip(shortlist, relevance)]
         chosen = pick([c for c in rescored if c is not None], count)
