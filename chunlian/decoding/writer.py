@@ -84,9 +84,19 @@ class _Plan:
     reserved: frozenset[str]  # the wish words' characters: never at a free position
     avoid: tuple[str, str] | None  # 换一副: the deterministic couplet, as written
 
-    @property
-    def punct(self) -> dict[int, str]:
-        return {} if self.brk is None else {self.brk: "，"}
+    def spec(self, side: int, fixed: dict[int, str], strict: bool, **more) -> LineSpec:
+        """A line of this request (``side`` 0: the upper, 1: the lower): its width and clause break, its
+        wish-word characters, the year, and the 换一副 line to differ from."""
+        return LineSpec(
+            self.width,
+            (ZE, PING)[side],
+            punct={} if self.brk is None else {self.brk: "，"},
+            fixed=shift(fixed, self.brk),
+            strict=strict,
+            zodiac=self.zodiac,
+            avoid=self.avoid[side] if self.avoid else "",
+            **more,
+        )
 
     @property
     def avoid_cost(self) -> float:
@@ -191,17 +201,7 @@ class CoupletWriter:
         """Upper lines for every placement at once; the best distinct ones that end 仄, with their
         rows (the search's state, the end token not yet fed)."""
         specs = [
-            LineSpec(
-                plan.width,
-                ZE,
-                punct=plan.punct,
-                fixed=shift(p.upper, plan.brk),
-                forbidden=plan.reserved,
-                mirror=mirror_of_fixed(shift(p.lower, plan.brk)),
-                strict=strict,
-                zodiac=plan.zodiac,
-                avoid=plan.avoid[0] if plan.avoid else "",
-            )
+            plan.spec(0, p.upper, strict, forbidden=plan.reserved, mirror=mirror_of_fixed(shift(p.lower, plan.brk)))
             for p in places
         ]
         state, logp = yield Start([prompt] * len(places))
@@ -233,18 +233,14 @@ class CoupletWriter:
         rows = np.array([u[0] for u in uppers])
         state2, logp2 = yield Step(state, rows, np.full(len(rows), self.lm.sep_id))
         specs = [
-            LineSpec(
-                plan.width,
-                PING,
-                punct=plan.punct,
-                fixed=shift(p.lower, plan.brk),
+            plan.spec(
+                1,
+                p.lower,
+                strict,
                 other_tones=prosody.line_tones(text, plan.tones),
                 alternate=False,
                 forbidden=plan.reserved | set(text),
                 mirror=mirror_of(text),
-                strict=strict,
-                zodiac=plan.zodiac,
-                avoid=plan.avoid[1] if plan.avoid else "",
                 partner=text,
             )
             for _, text, _, p in uppers
