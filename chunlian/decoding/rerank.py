@@ -148,11 +148,10 @@ def sense_rules(generated: str, words: list[str], zodiac: str | None) -> list[Ru
 def soft_adjustment(lines: tuple[str, ...], zodiac: str | None) -> float:
     """The soft sense rules on the lines chunlian wrote."""
     generated = "".join(lines)
-    return (
-        IMAGERY_BONUS * imagery(generated, zodiac)
-        - GLOOM_COST * len(gloom(generated))
-        - NEAR_MISS_COST * len(near_misses(*lines))
-    )
+    adjustment = IMAGERY_BONUS * imagery(generated, zodiac) - GLOOM_COST * len(gloom(generated))
+    if NEAR_MISS_COST:  # off by default: no idiom table to load, no spans to check for every candidate
+        adjustment -= NEAR_MISS_COST * len(near_misses(*lines))
+    return adjustment
 
 
 def differs(a: tuple[str, str], b: tuple[str, str]) -> float:
