@@ -99,7 +99,7 @@ def main() -> None:
     out = OUT.with_name("stock_spans_long.txt") if args.long else OUT
     # the table only grows: the model is calibrated with today's costs in force, so a habit they
     # suppress would not show again and would come back if dropped
-    have = set(_read(out)) if out.exists() else set()
+    have = set(stock_spans(long=True) - stock_spans()) if args.long else set(stock_spans())
     if args.long:
         found = sorted(have | set(model(args.model_min, words, [9, 11])) - stock_spans())
     else:
@@ -111,11 +111,6 @@ def main() -> None:
     )
     out.write_text(head + "\n".join(" ".join(found[i : i + 12]) for i in range(0, len(found), 12)) + "\n", "utf-8")
     print(f"{len(found)} spans ({len(set(found) - have)} new) -> {out}")
-
-
-def _read(path: Path) -> list[str]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [w for ln in lines if not ln.startswith("#") for w in ln.split() if len(w) == 3]
 
 
 if __name__ == "__main__":
