@@ -201,7 +201,8 @@ def model_section(params: dict, sizes: dict) -> list[str]:
         "- Served as ONNX with a KV cache (`past` in, `present` out) under ONNX Runtime; fp32 by default, an "
         "int8 dynamically quantised copy beside it (docs/PRECISION.md).",
         "- Ranking (`chunlian/decoding/rerank.py`): forward log-prob per character, plus "
-        "the reverse direction's (relevance), soft rules, stock spans costing the search, the year's imagery, "
+        "the reverse direction's (relevance), soft rules, stock spans costing the search, the model's own "
+        "habits at 7 characters costing the ranking (`scripts/stock_spans.py --habits`), the year's imagery, "
         "and a 字对 bonus in the search for characters that answer the other line's at the same place "
         "(PMI of aligned characters in the training split, `scripts/build_pair_table.py`).",
         "",
