@@ -12,6 +12,8 @@ from lunar_python import Lunar, Solar
 
 MIN_YEAR, MAX_YEAR = 1901, 2099
 ANIMALS = "鼠牛虎兔龙蛇马羊猴鸡狗猪"
+ALIASES = {"犬": "狗"}  # the names a 春联 writes as often as the plain ones (玉犬迎春 is a 狗 year's)
+ANIMAL_CHARS = ANIMALS + "".join(ALIASES)
 FAREWELL, WELCOME, YEAR_WORDS = set("辞送别"), set("迎接"), set("年岁")
 
 
@@ -63,6 +65,11 @@ def previous_animal(zodiac: str) -> str:
     return ANIMALS[(ANIMALS.index(zodiac) - 1) % 12]
 
 
+def animal_names(animal: str) -> str:
+    """Every character that names ``animal``: 狗 and 犬."""
+    return animal + "".join(k for k, v in ALIASES.items() if v == animal)
+
+
 def _lines(name: str) -> list[str]:
     text = resources.files("chunlian").joinpath("data", name).read_text(encoding="utf-8")
     return [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
@@ -92,7 +99,7 @@ def wrong_year(line: str, zodiac: str) -> list[str]:
     prev = previous_animal(zodiac)
     out = []
     for i, ch in enumerate(line):
-        if ch not in ANIMALS or _in_idiom(line, i):
+        if ch not in ANIMAL_CHARS or _in_idiom(line, i):
             continue
         before = line[i - 1] if i else ""
         after = line[i + 1] if i + 1 < len(line) else ""
@@ -102,6 +109,6 @@ def wrong_year(line: str, zodiac: str) -> list[str]:
             want = (zodiac,)
         else:
             want = (zodiac, prev)
-        if ch not in want:
+        if ALIASES.get(ch, ch) not in want:
             out.append(f"{ch}（{zodiac}年应作{'或'.join(want)}）")
     return out

@@ -24,6 +24,21 @@ def test_the_year_rule_knows_each_years_animal(year):
     assert wrong_year(f"{other}年兴旺", own) and wrong_year(f"{old}岁吉祥", own)
     assert wrong_year(f"辞{own}迎{old}", own)  # seen off and welcomed the wrong way round
     assert not wrong_year("龙腾虎跃迎新岁", own) and not wrong_year("金鸡报晓", own)  # idioms, not years
+    # 犬 names the 狗 year as 狗 does (玉犬迎春 was let through for every year)
+    assert bool(wrong_year("喜迎犬岁", own)) == (own != "狗") and bool(wrong_year("犬年吉祥", own)) == (own != "狗")
+    assert bool(wrong_year("辞犬迎新", own)) == (old != "狗")
+
+
+@pytest.mark.parametrize("year", [2027, 2030])
+def test_no_dog_is_written_for_another_year(writer, year):
+    """The writer's masks know 犬 too: asked to answer 金鸡报晓 (the classic answer is 玉犬迎春, a 狗
+    year's), a 羊 year's lower line names no dog; in the 狗 year it may."""
+    own = spring_festival(year).zodiac
+    for c in writer.match("金鸡报晓", count=3, zodiac=own).couplets:
+        assert not wrong_year(c.lower, own), c.lower
+    for words in (["和顺"], ["福寿"], ["平安"]):
+        for c in writer.write(words, length=7, count=3, zodiac=own).couplets:
+            assert not wrong_year(c.upper + c.lower, own), (words, c.upper, c.lower)
 
 
 @pytest.mark.parametrize("year", YEARS)

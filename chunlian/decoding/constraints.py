@@ -13,7 +13,15 @@ from functools import cached_property
 
 import numpy as np
 
-from chunlian.calendar import ANIMALS, FAREWELL, WELCOME, YEAR_WORDS, previous_animal
+from chunlian.calendar import (
+    ALIASES,
+    ANIMAL_CHARS,
+    FAREWELL,
+    WELCOME,
+    YEAR_WORDS,
+    animal_names,
+    previous_animal,
+)
 from chunlian.decoding.rerank import char_pairs, stock_spans
 from chunlian.prosody import EITHER, PING, PUNCT, UNKNOWN, ZE, char_tone, inauspicious, is_han, no_glyph, rhythm_points
 
@@ -135,7 +143,7 @@ def _base(vm: VocabMasks, spec: LineSpec, pos: int) -> np.ndarray:
         bad = [vm.stoi[c] for c in spec.forbidden if c in vm.stoi]
         if spec.zodiac:  # animals of other years are not chosen freely (idioms with them are lost)
             ok = (spec.zodiac, previous_animal(spec.zodiac))
-            bad += [vm.stoi[c] for c in ANIMALS if c not in ok and c in vm.stoi]
+            bad += [vm.stoi[c] for c in ANIMAL_CHARS if ALIASES.get(c, c) not in ok and c in vm.stoi]
         m[bad] = False
         cache[pos] = m
     return cache[pos]
@@ -182,10 +190,10 @@ def _year_context(vm, specs, groups, pos, ids, masks) -> None:
         prev, c = previous_animal(z), vm.itos[ids[r, pos - 1]]
         before = vm.itos[ids[r, pos - 2]] if pos >= 2 else ""
         if c in FAREWELL:
-            _strike(vm, masks[r], z)
+            _strike(vm, masks[r], animal_names(z))
         elif c in WELCOME:
-            _strike(vm, masks[r], prev)
-        elif c == prev and before not in FAREWELL:
+            _strike(vm, masks[r], animal_names(prev))
+        elif ALIASES.get(c, c) == prev and before not in FAREWELL:
             _strike(vm, masks[r], "".join(YEAR_WORDS))
 
 
