@@ -49,19 +49,27 @@ def _lines(name: str) -> list[str]:
 def stock_spans(long: bool = False) -> frozenset[str]:
     """Three-character spans that mark a machine couplet (see scripts/stock_spans.py); ``long``: with the
     long lines' own, which lines of 9 and 11 pay for too (万里江山添锦绣)."""
-    names = ("stock_spans.txt", "stock_spans_long.txt") if long else ("stock_spans.txt",)
-    return frozenset(w for name in names for ln in _lines(name) for w in ln.split() if len(w) == 3)
+    return _span_table("stock_spans.txt", "stock_spans_long.txt") if long else _span_table("stock_spans.txt")
 
 
 @lru_cache(maxsize=1)
 def habits() -> frozenset[str]:
     """Three-character spans the model still over-writes in 7-character couplets with the stock costs
     in force (see scripts/stock_spans.py --habits)."""
-    return frozenset(w for ln in _lines("stock_habits.txt") for w in ln.split() if len(w) == 3)
+    return _span_table("stock_habits.txt")
+
+
+def _span_table(*names: str) -> frozenset[str]:
+    """The three-character spans listed in these data files (a span table: stock spans, habits)."""
+    return frozenset(w for name in names for ln in _lines(name) for w in ln.split() if len(w) == 3)
+
+
+def _spans_in(table: frozenset[str], *lines: str) -> list[str]:
+    return [ln[i : i + 3] for ln in lines for i in range(len(ln) - 2) if ln[i : i + 3] in table]
 
 
 def habits_in(*lines: str) -> list[str]:
-    return [ln[i : i + 3] for ln in lines for i in range(len(ln) - 2) if ln[i : i + 3] in habits()]
+    return _spans_in(habits(), *lines)
 
 
 @lru_cache(maxsize=1)
@@ -134,8 +142,7 @@ def near_misses(*lines: str) -> list[str]:
 
 
 def stock_in(text: str) -> list[str]:
-    spans = stock_spans()
-    return [text[i : i + 3] for i in range(len(text) - 2) if text[i : i + 3] in spans]
+    return _spans_in(stock_spans(), text)
 
 
 def imagery(text: str, zodiac: str | None) -> bool:
