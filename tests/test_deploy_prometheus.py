@@ -154,7 +154,7 @@ def test_prometheus_scrapes_chunlian_and_every_rule_and_panel_has_data(prometheu
     (refused,) = _query(api, "job:chunlian_requests_rejected:ratio_rate5m")
     assert float(refused["value"][1]) == 0
     reasons = {s["metric"]["reason"] for s in _query(api, "job_reason:chunlian_requests_rejected:rate5m")}
-    assert reasons == {"overloaded", "timeout"}
+    assert reasons == {"overloaded", "timeout", "not_ready", "shutting_down"}
 
     # every rule of both files loaded and evaluates without error
     groups = httpx.get(f"{api}/rules", timeout=5).json()["data"]["groups"]

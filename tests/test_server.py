@@ -163,6 +163,8 @@ def test_not_ready_is_503_and_counted_but_the_readiness_probe_is_not(engine):
 
     client = TestClient(create_app(Engine(lm=engine.lm, warm=False)))  # no lifespan: never warmed
     before = rejected(client)
+    # each reason is on /metrics from the start, at 0 (a dashboard's rate reads 0, not "no data")
+    assert before == {"overloaded": 0, "timeout": 0, "not_ready": 0, "shutting_down": 0}
     assert client.get("/readyz").status_code == 503  # a probe's answer, not a refused request
     for r in (
         client.post("/api/v1/couplets", json={"keywords": ["如意"]}),

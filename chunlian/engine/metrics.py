@@ -10,9 +10,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Proc
 LATENCY_BUCKETS = (0.005, 0.01, 0.015, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10)
 ROW_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 # why a request was answered 503, the error code of its body: overloaded (the batcher's queue or the PNG renderer
-# full) and timeout (past request_timeout_s), exported from the start as load causes them; not_ready (not warmed yet,
-# or the batch worker dead) and shutting_down (draining for SIGTERM) appear with their first refusal
-REJECT_REASONS = ("overloaded", "timeout")
+# full), timeout (past request_timeout_s), not_ready (not warmed yet, or the batch worker dead) and shutting_down
+# (draining for SIGTERM); each is exported from the start at 0, so a rate over it reads 0, not "no data"
+REJECT_REASONS = ("overloaded", "timeout", "not_ready", "shutting_down")
 
 
 class Metrics:
