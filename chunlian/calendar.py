@@ -15,6 +15,7 @@ ANIMALS = "鼠牛虎兔龙蛇马羊猴鸡狗猪"
 ALIASES = {"犬": "狗"}  # the names a 春联 writes as often as the plain ones (玉犬迎春 is a 狗 year's)
 ANIMAL_CHARS = ANIMALS + "".join(ALIASES)
 FAREWELL, WELCOME, YEAR_WORDS = set("辞送别"), set("迎接"), set("年岁")
+HERALDS = set("迎接报贺")  # an animal that welcomes or brings the spring (金羊迎春, 灵蛇报喜) is the year's own
 
 
 @dataclass(frozen=True)
@@ -92,9 +93,9 @@ def _in_idiom(line: str, i: int) -> bool:
 def wrong_year(line: str, zodiac: str) -> list[str]:
     """Zodiac animals that name the wrong year, as 'animal (why)'.
 
-    An animal after 辞/送/别 is the year being seen off (the previous one); after 迎/接, or before
-    年/岁, it is the year's own; any other animal outside an idiom (龙腾虎跃, 金鸡报晓) must be one
-    of the two. Empty when the line is right for the year of ``zodiac``.
+    An animal after 辞/送/别 is the year being seen off (the previous one); after 迎/接, before
+    年/岁, or welcoming the spring (迎/接/报/贺 after it: 金羊迎春) it is the year's own; any other animal
+    outside an idiom (龙腾虎跃, 金鸡报晓) must be one of the two. Empty when the line is right for the year of ``zodiac``.
     """
     prev = previous_animal(zodiac)
     out = []
@@ -105,7 +106,7 @@ def wrong_year(line: str, zodiac: str) -> list[str]:
         after = line[i + 1] if i + 1 < len(line) else ""
         if before in FAREWELL:
             want = (prev,)
-        elif before in WELCOME or after in YEAR_WORDS:
+        elif before in WELCOME or after in YEAR_WORDS or after in HERALDS:
             want = (zodiac,)
         else:
             want = (zodiac, prev)

@@ -27,6 +27,9 @@ def test_the_year_rule_knows_each_years_animal(year):
     # 犬 names the 狗 year as 狗 does (玉犬迎春 was let through for every year)
     assert bool(wrong_year("喜迎犬岁", own)) == (own != "狗") and bool(wrong_year("犬年吉祥", own)) == (own != "狗")
     assert bool(wrong_year("辞犬迎新", own)) == (old != "狗")
+    # the animal that welcomes the spring is the year's own; the old one may only leave
+    assert not wrong_year(f"金{own}迎春", own) and wrong_year(f"金{old}迎春", own) and wrong_year(f"{old}报新春", own)
+    assert not wrong_year(f"{old}去{own}来", own) and not wrong_year(f"送{old}迎春", own)
 
 
 @pytest.mark.parametrize("year", [2027, 2030])
@@ -39,6 +42,12 @@ def test_no_dog_is_written_for_another_year(writer, year):
     for words in (["和顺"], ["福寿"], ["平安"]):
         for c in writer.write(words, length=7, count=3, zodiac=own).couplets:
             assert not wrong_year(c.upper + c.lower, own), (words, c.upper, c.lower)
+
+
+def test_the_old_years_animal_does_not_welcome_the_spring(writer):
+    """灵蛇献瑞辞旧岁 asks for the next year's animal: in 2027 (羊) the answer 骏马迎春 (the 马 year's) was written."""
+    for c in writer.match("灵蛇献瑞辞旧岁", count=3, zodiac="羊").couplets:
+        assert not wrong_year(c.lower, "羊") and not any(f"马{v}" in c.lower for v in "迎接报贺"), c.lower
 
 
 @pytest.mark.parametrize("year", YEARS)

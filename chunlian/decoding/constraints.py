@@ -17,6 +17,7 @@ from chunlian.calendar import (
     ALIASES,
     ANIMAL_CHARS,
     FAREWELL,
+    HERALDS,
     WELCOME,
     YEAR_WORDS,
     animal_names,
@@ -182,7 +183,7 @@ def step_masks(
 
 def _year_context(vm, specs, groups, pos, ids, masks) -> None:
     """After 辞/送 only the old year's animal, after 迎/接 only the new one's; the old animal is
-    not followed by 年/岁 unless it is being seen off."""
+    not followed by 年/岁, nor welcomes the spring (马迎春 in a 羊 year), unless it is being seen off."""
     for r in range(len(groups)):
         z = specs[groups[r]].zodiac
         if not z:
@@ -194,7 +195,7 @@ def _year_context(vm, specs, groups, pos, ids, masks) -> None:
         elif c in WELCOME:
             _strike(vm, masks[r], animal_names(prev))
         elif ALIASES.get(c, c) == prev and before not in FAREWELL:
-            _strike(vm, masks[r], "".join(YEAR_WORDS))
+            _strike(vm, masks[r], "".join(YEAR_WORDS | HERALDS))
 
 
 def _strike(vm: VocabMasks, row: np.ndarray, chars: str) -> None:
