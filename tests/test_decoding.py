@@ -239,3 +239,23 @@ def test_the_best_couplet_is_the_same_whether_one_or_three_are_asked(writer, wor
     assert (one.upper, one.lower, one.horizontal) == (three.upper, three.lower, three.horizontal)
     line = "万木逢春三山五岭皆吐翠"
     assert writer.match(line, count=1).couplets[0].lower == writer.match(line, count=3).couplets[0].lower
+
+
+@pytest.mark.parametrize("words", [["锦绣"], ["福寿"], ["金玉"]])
+def test_no_line_ends_on_a_count_cut_off(writer, words):
+    """锦绣河山千秋伟业万 / 英雄儿女四海宏图春 was written: a line ending on 万 or 一 is a word cut off."""
+    from chunlian.decoding.constraints import DANGLING_NUMERALS
+
+    for c in writer.write(words, length=9, count=3).couplets:
+        assert c.upper[-1] not in DANGLING_NUMERALS and c.lower[-1] not in DANGLING_NUMERALS, (c.upper, c.lower)
+
+
+def test_a_line_that_ends_on_a_count_may_be_answered_with_one(writer):
+    """Number games (一二三四 / 六七八九) are a person's to set: the answer may end on a count too."""
+    from chunlian.decoding.constraints import LineSpec, _base
+    from chunlian.prosody import PING
+
+    vm = writer.masks("xin")
+    three = vm.stoi["三"]  # level (平), so only the count rule can strike it at a lower line's end
+    assert not _base(vm, LineSpec(4, PING, partner="春风化雨"), 3)[three]
+    assert _base(vm, LineSpec(4, PING, partner="一二三四"), 3)[three]
