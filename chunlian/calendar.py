@@ -15,7 +15,7 @@ ANIMALS = "鼠牛虎兔龙蛇马羊猴鸡狗猪"
 ALIASES = {"犬": "狗"}  # the names a 春联 writes as often as the plain ones (玉犬迎春 is a 狗 year's)
 ANIMAL_CHARS = ANIMALS + "".join(ALIASES)
 FAREWELL, WELCOME, YEAR_WORDS = set("辞送别"), set("迎接"), set("年岁")
-HERALDS = set("迎接报贺")  # an animal that welcomes or brings the spring (金羊迎春, 灵蛇报喜) is the year's own
+HERALDS = WELCOME | set("报贺")  # an animal that welcomes or brings the spring (金羊迎春, 灵蛇报喜) is the year's own
 
 
 @dataclass(frozen=True)
