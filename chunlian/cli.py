@@ -163,6 +163,7 @@ def cmd_train(args) -> None:
         min_lr_frac=args.min_lr_frac,
         bf16=args.bf16,
         weights=dict(_source_weight(w) for w in args.weight),
+        written=args.written,
     )
     if args.export:
         from chunlian.model.export import export
@@ -243,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     w = sub.add_parser("write", help="couplet from 1–4 wish words")
     w.add_argument("keywords", nargs="+")
     w.add_argument("--length", type=int, default=7, choices=[5, 7, 9, 11])
-    w.add_argument("--placement", default="embed", choices=["embed", "acrostic"])
+    w.add_argument("--placement", default="embed", choices=["embed", "acrostic", "theme"])
     gen_opts(w)
     w.set_defaults(func=cmd_write)
 
@@ -263,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     b.add_argument("input", help="a UTF-8 text file, or - for standard input")
     b.add_argument("--length", type=int, default=7, choices=[5, 7, 9, 11])
-    b.add_argument("--placement", default="embed", choices=["embed", "acrostic"])
+    b.add_argument("--placement", default="embed", choices=["embed", "acrostic", "theme"])
     gen_opts(b)
     b.set_defaults(func=cmd_batch, count=1)
 
@@ -307,6 +308,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--export", default=None, help="export to this model directory when done")
     t.add_argument(
         "--weight", action="append", default=[], help="FILE=W: sampling weight of one data file (repeatable)"
+    )
+    t.add_argument(
+        "--written",
+        default="data/written/chunlian_written.tsv",
+        help="the written 春联 corpus with its wish words (data/written/SOURCES.md); skipped where absent",
     )
     t.set_defaults(func=cmd_train)
 

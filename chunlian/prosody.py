@@ -411,3 +411,43 @@ def hezhang_words(upper: str, lower: str) -> list[str]:
     table = word_table()
     wu = {w for w in split_words(upper, table) if len(w) > 1}
     return sorted(w for w in split_words(lower, table) if len(w) > 1 and w in wu)
+
+
+# a word glued across a wish word's edge is one a reader sees at once: jieba's frequency at least this (人生 4255,
+# 险阻 50, 机警 171); rarer ones (康路 2, 师传 5) are names and fragments nobody reads into the line
+GLUE_MIN_FREQUENCY = 30
+
+
+@lru_cache(maxsize=1)
+def _common_words() -> frozenset[str]:
+    t = word_table()
+    floor = math.log(GLUE_MIN_FREQUENCY) + t.unknown
+    return frozenset(w for w, (lp, _) in t.words.items() if len(w) > 1 and lp >= floor)
+
+
+def split_wish_words(line: str, words: list[str]) -> list[str]:
+    """Wish words of the line glued into another word across their edge, as 'wish word（word）':
+    机器人生财 reads 人生, 果农村里 reads 农村. A word of one character may join its neighbour (春风)."""
+    table = _common_words()
+    out = []
+    for w in words:
+        start = line.find(w)
+        if len(w) < 2 or start < 0:
+            continue
+        end = start + len(w)
+        for edge in (start, end):
+            for i in range(max(0, edge - MAX_WORD + 1), edge):
+                for j in range(edge + 1, min(len(line), i + MAX_WORD) + 1):
+                    if line[i:j] in table and not (i <= start and j >= end):  # 前程似锦 holds 前程 whole
+                        out.append(f"{w}（{line[i:j]}）")
+    return sorted(set(out))
+
+
+def glued_chars(word: str, vocab, after: bool) -> frozenset[str]:
+    """Characters that, written just after (or before) ``word``, would make a word with part of it
+    (机器人 + 生 → 人生): the search never puts one there."""
+    if len(word) < 2:
+        return frozenset()
+    table = _common_words()
+    parts = [word[-k:] for k in range(1, len(word))] if after else [word[:k] for k in range(1, len(word))]
+    return frozenset(c for c in vocab if any((p + c if after else c + p) in table for p in parts))

@@ -183,7 +183,7 @@ def _explain(error: dict) -> CoupletError | None:
             inputs.line(value, auspicious=False)
             return BAD_LINE
         if field == "keywords" and words is not None and all(isinstance(w, str) for w in words):
-            inputs.keywords(words)
+            inputs.keywords(words, auspicious=False)
             return BAD_KEYWORD
         if field == "horizontal" and isinstance(value, str):
             return BAD_HORIZONTAL
@@ -270,7 +270,11 @@ class CoupletRequest(BaseModel):
         json_schema_extra=lambda s: s.pop("default", None),
     )
     length: Annotated[Literal[5, 7, 9, 11], Integral] = 7
-    placement: Literal["embed", "acrostic"] = "embed"
+    placement: Literal["embed", "acrostic", "theme"] = Field(
+        "embed",
+        description="embed: every wish word in the couplet; acrostic (藏头): their characters head the lines; "
+        "theme: the couplet speaks of the words' theme (咖啡: 香, 杯) without having to hold them",
+    )
     count: Annotated[int, Integral] = Field(3, ge=1, le=MAX_COUNT)
     seed: Annotated[int | None, Integral] = Field(None, ge=0, le=2**31 - 1)
     tones: Literal["xin", "pingshui"] = "xin"
@@ -383,7 +387,7 @@ class _AnswerFields(BaseModel):
     keywords: list[str] = Field(
         None, description="the wish words as read (write only)", json_schema_extra=lambda s: s.pop("default", None)
     )
-    placement: Literal["embed", "acrostic"] = Field(
+    placement: Literal["embed", "acrostic", "theme"] = Field(
         None, description="write only", json_schema_extra=lambda s: s.pop("default", None)
     )
     layout: Layout = Field(description="as asked")

@@ -111,6 +111,7 @@ class LineSpec:
     zodiac: str | None = None  # the year's animal: no other year may be named (calendar.wrong_year)
     avoid: str = ""  # a line to differ from (换一副): its character at each free position costs
     partner: str = ""  # the other line, whose character at each place this one should answer (字对)
+    glued: dict[int, frozenset[str]] = field(default_factory=dict)  # never at this place: it would split a wish word
 
     @cached_property
     def points(self) -> set[int]:
@@ -146,7 +147,7 @@ def _base(vm: VocabMasks, spec: LineSpec, pos: int) -> np.ndarray:
                 m &= vm.opposite_of(spec.other_tones[pos])
         else:
             m = vm.free.copy()
-        bad = [vm.stoi[c] for c in spec.forbidden if c in vm.stoi]
+        bad = [vm.stoi[c] for c in spec.forbidden | spec.glued.get(pos, frozenset()) if c in vm.stoi]
         if spec.zodiac:  # animals of other years are not chosen freely (idioms with them are lost)
             ok = (spec.zodiac, previous_animal(spec.zodiac))
             bad += [vm.stoi[c] for c in ANIMAL_CHARS if ALIASES.get(c, c) not in ok and c in vm.stoi]

@@ -64,8 +64,10 @@ def _reject_chars(text: str, vocab, auspicious: bool = True) -> None:
             )
 
 
-def keywords(raw: str | list[str], vocab=None) -> list[str]:
-    """1–4 wish words of 1–4 characters, distinct characters across words."""
+def keywords(raw: str | list[str], vocab=None, auspicious: bool = True) -> list[str]:
+    """1–4 wish words of 1–4 characters, distinct characters across words.
+
+    ``auspicious=False`` lets a character a 春联 avoids through (老师 辛苦): the words are the person's own."""
     parts = raw if isinstance(raw, list) else [raw]
     words = [w for p in parts for w in _SPLIT.split(_fold(str(p)).strip()) if w]
     if not words:
@@ -79,7 +81,7 @@ def keywords(raw: str | list[str], vocab=None) -> list[str]:
             f"at most {MAX_KEYWORDS} wish words (got {len(words)})",
         )
     for w in words:
-        _reject_chars(w, vocab)
+        _reject_chars(w, vocab, auspicious)
         if len(w) > MAX_KEYWORD_CHARS:
             raise CoupletError(
                 "keyword_too_long",

@@ -45,6 +45,11 @@ def _score(words: list[str], slots: list[tuple[int, int]], n: int, track: str, p
     for line, want in ((0, ZE), (1, PING)):
         if n - 1 in lines[line] and not can_be(char_tone(lines[line][n - 1], track), want):
             return None
+    # a word with a repeat (宝宝) asks the other line to repeat at the same places: none of its own fixed there
+    for w, (line, s) in zip(words, slots):
+        dup = [s + j for j, c in enumerate(w) if w.count(c) > 1]
+        if any(i in lines[1 - line] for i in dup):
+            return None
     score = 0.0
     for line, s in slots:
         score += 1.0 if s % 2 == 0 else 0.0

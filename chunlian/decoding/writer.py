@@ -34,6 +34,8 @@ UPPERS_KEPT = 1  # upper lines carried into the lower search beyond the ``count`
 # votes on the 102 groups of both keyword sets, at 5–11 characters, where the two differed)
 POOL = 3
 MATCH_WIDTH = 8  # 对对子's beam for up to POOL candidates (9 instead: dev BLEU 2.31 → 2.21, 春联 6.88 → 6.37)
+# embed: the placements tried at once, then the next ones where none of those gave a couplet (宝宝 出生)
+EMBED_TRIES = (2, 8)
 SHORTLIST = 6  # candidates scored in the reverse direction (at least; 2 × count when more are asked)
 # long lines are written with a comma after the fourth character and shown without it, as a door couplet is
 # printed: the model learned them that way (of 14,172 training lines of 11 characters, 12,584 are 4，7; of
@@ -99,6 +101,11 @@ class _Plan:
         )
 
     @property
+    def shown(self) -> int:
+        """Characters of the line as shown (without the clause break's comma)."""
+        return self.width - (self.brk is not None)
+
+    @property
     def avoid_cost(self) -> float:
         return rerank.AVOID_COST if self.avoid else 0.0
 
@@ -114,6 +121,7 @@ class CoupletWriter:
         self.stock_cost, self.relevance_weight = rerank.STOCK_COST, rerank.RELEVANCE_WEIGHT
         self.write_relevance_weight = rerank.WRITE_RELEVANCE_WEIGHT
         self.habit_cost = rerank.HABIT_COST
+        self._glue_cache: dict[tuple[str, bool], frozenset[str]] = {}
         self.pair_weight, self.spring_pair_weight = rerank.PAIR_WEIGHT, rerank.SPRING_PAIR_WEIGHT
 
     def masks(self, track: str) -> VocabMasks:
@@ -152,58 +160,108 @@ class CoupletWriter:
         return (yield from self._write(keywords, length, mode, count, seed, tones, zodiac, avoid))
 
     def _write(self, keywords, length, mode, count, seed, tones, zodiac, avoid=None) -> Search:
-        words = inputs.keywords(keywords, self.vocab)
+        # a person's wish words are theirs: a character chunlian would not write (老师 辛苦) is kept, with a notice
+        words = inputs.keywords(keywords, self.vocab, auspicious=False)
+        ill = sorted(set("".join(words)) & prosody.inauspicious())
         n = inputs.length(length)
-        places, prompt = self._places(words, n, mode, tones)
-        brk, places = clause_break(n, places)
-        plan = _Plan(
-            self.masks(tones),
-            tones,
-            zodiac,
-            np.random.default_rng(seed) if seed is not None else None,
-            n + (brk is not None),
-            brk,
-            frozenset("".join(words)),
-            avoid and tuple(with_break(line, brk) for line in avoid),
-        )
-        for strict in (True, False):
-            uppers, state = yield from self._uppers(plan, places, prompt, count, strict)
-            if not uppers:
-                continue
-            found = yield from self._finish(
-                (yield from self._lowers(plan, uppers, state, strict)),
+        for places, prompt in self._placements(words, n, mode, tones):
+            brk, places = clause_break(n, places)
+            plan = _Plan(
+                self.masks(tones),
                 tones,
-                count,
-                words,
                 zodiac,
-                plan.rng,
-                spring=True,
-                avoid=avoid,
-                relevance_weight=self.write_relevance_weight,
-                habit_cost=self.habit_cost if n == rerank.HABIT_LENGTH else 0.0,
+                np.random.default_rng(seed) if seed is not None else None,
+                n + (brk is not None),
+                brk,
+                frozenset() if mode == "theme" else frozenset("".join(words)),
+                avoid and tuple(with_break(line, brk) for line in avoid),
             )
-            if found:
-                return Result(found, "write")
+            for strict in (True, False):
+                uppers, state = yield from self._uppers(plan, places, prompt, count, strict, words)
+                if not uppers:
+                    continue
+                found = yield from self._finish(
+                    (yield from self._lowers(plan, uppers, state, strict, words)),
+                    tones,
+                    count,
+                    words,
+                    zodiac,
+                    plan.rng,
+                    spring=True,
+                    avoid=avoid,
+                    relevance_weight=self.write_relevance_weight,
+                    habit_cost=self.habit_cost if n == rerank.HABIT_LENGTH else 0.0,
+                    ignore=("auspicious",) if ill else (),
+                    embedded=mode != "theme",
+                )
+                if found:
+                    notice = None
+                    if ill:
+                        notice = (
+                            f"「{'、'.join(ill)}」春联少用，这是您自己的吉祥词，照录不改；其余的字中不用。"
+                            f" / {', '.join(ill)} is rarely written in a spring couplet; your wish words are kept "
+                            f"as typed, and the rest of the couplet avoids it."
+                        )
+                    return Result(found, "write", notice)
         raise CoupletError(
             "no_couplet", "没能写出合格的对联，请换几个字再试", "no couplet passed every rule; try other words"
         )
 
-    def _places(self, words: list[str], n: int, mode: str, tones: str) -> tuple[list, list[int]]:
-        """Where the wish words go (embedded or as heads), and the prompt that asks for them."""
+    def _placements(self, words: list[str], n: int, mode: str, tones: str):
+        """Where the wish words go (embedded, as heads, or only in the prompt for ``theme``), with the prompt
+        that asks for them; for ``embed``, ever wider sets of placements, tried in turn before giving up."""
         if mode == "embed":
             phrase = len(words) > 1 and "".join(words) in self.hengpi.texts
-            return placement.embed(words, n, tones, phrase=phrase), self.lm.encode_prompt("keywords", words)
+            prompt = self.lm.encode_prompt("keywords", words)
+            ranked = placement.embed(words, n, tones, limit=EMBED_TRIES[-1], phrase=phrase)
+            for lo, hi in itertools.pairwise((0, *EMBED_TRIES)):
+                if ranked[lo:hi]:
+                    yield ranked[lo:hi], prompt
+            return
         if mode == "acrostic":
-            return [placement.acrostic(words, n)], self.lm.encode_prompt("acrostic", words)
+            yield [placement.acrostic(words, n)], self.lm.encode_prompt("acrostic", words)
+            return
+        if mode == "theme":
+            yield [placement.Placement({}, {}, 0.0)], self.lm.encode_prompt("keywords", words)
+            return
         raise CoupletError(
-            "bad_placement", "位置只能是 embed（嵌字）或 acrostic（藏头）", "placement must be embed or acrostic"
+            "bad_placement",
+            "位置只能是 embed（嵌字）、acrostic（藏头）或 theme（切题）",
+            "placement must be embed, acrostic or theme",
         )
 
-    def _uppers(self, plan: _Plan, places: list, prompt: list[int], count: int, strict: bool) -> Search:
+    def _glued(self, words: list[str], fixed: dict[int, str], n: int, brk: int | None) -> dict[int, frozenset[str]]:
+        """Per place of the written line, the characters that would glue onto a wish word placed beside it
+        (机器人 + 生 reads 人生): the search does not write them there."""
+        out: dict[int, set[str]] = {}
+        for w in words:
+            if len(w) < 2:
+                continue
+            for s in range(n - len(w) + 1):
+                if all(fixed.get(s + j) == c for j, c in enumerate(w)):
+                    for pos, after in ((s + len(w), True), (s - 1, False)):
+                        if 0 <= pos < n and pos not in fixed and pos != (brk if after else (brk or 0) - 1):
+                            out.setdefault(pos, set()).update(self._glue(w, after))
+        return {p if brk is None else p + (p >= brk): frozenset(v) for p, v in out.items()}
+
+    def _glue(self, word: str, after: bool) -> frozenset[str]:
+        key = (word, after)
+        if key not in self._glue_cache:
+            self._glue_cache[key] = prosody.glued_chars(word, self.vocab, after)
+        return self._glue_cache[key]
+
+    def _uppers(self, plan: _Plan, places: list, prompt: list[int], count: int, strict: bool, words=()) -> Search:
         """Upper lines for every placement at once; the best distinct ones that end 仄, with their
         rows (the search's state, the end token not yet fed)."""
         specs = [
-            plan.spec(0, p.upper, strict, forbidden=plan.reserved, mirror=mirror_of_fixed(shift(p.lower, plan.brk)))
+            plan.spec(
+                0,
+                p.upper,
+                strict,
+                forbidden=plan.reserved,
+                mirror=mirror_of_fixed(shift(p.lower, plan.brk)),
+                glued=self._glued(words, p.upper, plan.shown, plan.brk),
+            )
             for p in places
         ]
         state, logp = yield Start([prompt] * len(places))
@@ -230,7 +288,7 @@ class CoupletWriter:
                 break
         return uppers, res.state
 
-    def _lowers(self, plan: _Plan, uppers: list, state, strict: bool) -> Search:
+    def _lowers(self, plan: _Plan, uppers: list, state, strict: bool, words=()) -> Search:
         """A lower line for each kept upper (forking its rows); the couplets as shown, with their scores."""
         rows = np.array([u[0] for u in uppers])
         state2, logp2 = yield Step(state, rows, np.full(len(rows), self.lm.sep_id))
@@ -244,6 +302,7 @@ class CoupletWriter:
                 forbidden=plan.reserved | set(text),
                 mirror=mirror_of(text),
                 partner=text,
+                glued=self._glued(words, p.lower, plan.shown, plan.brk),
             )
             for _, text, _, p in uppers
         ]
@@ -393,6 +452,7 @@ class CoupletWriter:
         relevance_weight=0.0,
         brk=None,
         habit_cost=0.0,
+        embedded=True,
     ) -> Search:
         """Verify every candidate, rank, and keep ``count`` whose generated lines all differ.
 
@@ -410,11 +470,21 @@ class CoupletWriter:
         def score(upper, lower, lm_total, full, relevance=0.0):
             rep = prosody.check(upper, lower, tones, self.vocab, words=full)
             rep.rules += rerank.sense_rules(made(upper, lower), words, zodiac)
+            split = prosody.split_wish_words(upper, words) + prosody.split_wish_words(lower, words)
+            if words:
+                rep.rules.append(
+                    prosody.Rule(
+                        "wish_whole",
+                        True,
+                        not split,
+                        "吉祥词完整" if not split else f"吉祥词被拆开：{'、'.join(split)}",
+                    )
+                )
             for r in rep.rules:  # what only the person's own line breaks is reported, not enforced
                 r.hard = r.hard and r.name not in ignore
             if not rep.hard_ok:
                 return None
-            if words and not all(c in upper + lower for c in "".join(words)):  # embedded or acrostic
+            if embedded and words and not all(c in upper + lower for c in "".join(words)):  # embedded or acrostic
                 return None
             chars = sum(1 for c in upper + lower if c not in PUNCT) + 2
             lm_score = lm_total / chars

@@ -143,7 +143,7 @@ class Engine:
     ) -> Future:
         """Start a couplet from wish words; the future holds the answer dict (or the error)."""
         self._options(count, script)
-        words = inputs.keywords(keywords, self.writer.vocab)
+        words = inputs.keywords(keywords, self.writer.vocab, auspicious=False)
         y = self.year(year)
         key = ("write", tuple(words), length, placement, count, seed, tones, script, y.year)
         extra = {"keywords": words, "placement": placement, "seed": seed, "tones_track": tones}

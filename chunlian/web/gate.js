@@ -35,7 +35,7 @@
       ...common,
       keywords: words(q),
       length: Number(radio("length")),
-      placement: $("acrostic").checked ? "acrostic" : "embed",
+      placement: radio("placement"),
     };
   }
 
