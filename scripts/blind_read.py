@@ -152,6 +152,47 @@ def prefer(args) -> None:
     print(json.dumps({"pairs": n, "prefer_b": round(votes["b"] / n, 3), "votes": votes}))
 
 
+def wishes(args) -> None:
+    """A scored read of wish-word couplets with their 横批, from one or more models shuffled together: each item
+    shows the wish words and one couplet; the key says which model wrote it. A wish with no couplet is kept in the
+    key as unanswered (it scores 1: the person got nothing)."""
+    from chunlian.engine import Engine
+
+    groups = [ln.split() for ln in Path(args.keywords).read_text(encoding="utf-8").splitlines() if ln.split()]
+    zodiac, items = coming_year().zodiac, []
+    for m, model_dir in enumerate(args.models):
+        writer = Engine(cache_size=0, model_dir=model_dir).writer
+        for words in groups:
+            for n in args.lengths:
+                try:
+                    c = writer.write(words, length=n, count=1, zodiac=zodiac, mode=args.placement).couplets[0]
+                    items.append((m, " ".join(words), f"{c.upper} / {c.lower} · {c.horizontal}"))
+                except Exception as e:  # noqa: BLE001 — refused or unanswered: counted against the model
+                    items.append((m, " ".join(words), f"[{getattr(e, 'code', 'error')}]"))
+    random.Random(args.seed).shuffle(items)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    shown = [(m, w, c) for m, w, c in items if not c.startswith("[")]
+    lines = [f"{i}\t{w}\t{c}" for i, (_, w, c) in enumerate(shown, 1)]
+    (out / "items.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    key = {"models": args.models, "items": {str(i): m for i, (m, _, _) in enumerate(shown, 1)}}
+    key["unanswered"] = [[m, w, c] for m, w, c in items if c.startswith("[")]
+    (out / "key.json").write_text(json.dumps(key, ensure_ascii=False), encoding="utf-8")
+    print(f"{len(shown)} items ({len(key['unanswered'])} unanswered) -> {out / 'items.txt'}; key -> {out / 'key.json'}")
+
+
+def wish_scores(args) -> None:
+    key = json.loads(Path(args.key).read_text(encoding="utf-8"))
+    scores: dict[str, list[float]] = {m: [] for m in key["models"]}
+    for num, mark in (
+        ln.split("\t")[:2] for ln in Path(args.answers).read_text(encoding="utf-8").splitlines() if ln.strip()
+    ):
+        scores[key["models"][key["items"][num.strip()]]].append(float(mark))
+    for m, _, _ in key["unanswered"]:
+        scores[key["models"][m]].append(1.0)
+    print(json.dumps({m: {"items": len(v), "mean": round(statistics.mean(v), 2)} for m, v in scores.items()}))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(required=True)
@@ -182,6 +223,18 @@ def main() -> None:
     pf.add_argument("answers")
     pf.add_argument("key")
     pf.set_defaults(func=prefer)
+    w = sub.add_parser("wishes", help="a scored read of wish-word couplets (with 横批) from one or more models")
+    w.add_argument("--keywords", default="docs/keywords_everyday.txt")
+    w.add_argument("--models", nargs="+", default=["chunlian/weights"])
+    w.add_argument("--lengths", type=int, nargs="+", default=[7])
+    w.add_argument("--placement", default="embed", choices=["embed", "acrostic", "theme"])
+    w.add_argument("--out", required=True)
+    w.add_argument("--seed", type=int, default=2027)
+    w.set_defaults(func=wishes)
+    ws = sub.add_parser("wish-scores")
+    ws.add_argument("answers")
+    ws.add_argument("key")
+    ws.set_defaults(func=wish_scores)
     args = ap.parse_args()
     args.func(args)
 

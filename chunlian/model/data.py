@@ -25,7 +25,10 @@ SOURCES = {
     "couplets_extra.tsv": 1.0,
     "lvshi_couplets.tsv": 0.5,
 }
-SPRING_SOURCES = {"chunlian_pairs.tsv"}
+# the written corpus (data/written/, see its SOURCES.md): couplets with the wish words they were written for
+WRITTEN = "chunlian_written.tsv"
+SOURCES[WRITTEN] = 3.0
+SPRING_SOURCES = {"chunlian_pairs.tsv", WRITTEN}
 MAX_LINE = 24
 DEV_PERCENT = 2
 
@@ -51,14 +54,30 @@ class Pair:
     upper: str
     lower: str
     source: str
+    words: tuple[str, ...] = ()  # the wish words it was written for (written corpus only)
+    placement: str = ""  # embed | acrostic | theme (written corpus only)
 
 
-def read_pairs(data_dir: str | Path, split: str = "train") -> list[Pair]:
-    """All well-formed pairs of one split ('train' or 'dev'), from every couplet file."""
+def read_written(path: str | Path, split: str = "train") -> list[Pair]:
+    """The written corpus: ``upper<TAB>lower<TAB>横批<TAB>placement<TAB>wish words`` (space-separated)."""
     out = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        parts = line.split("\t")
+        if len(parts) < 5 or line.startswith("#"):
+            continue
+        u, l, _, place, words = (x.strip() for x in parts[:5])
+        if well_formed(u, l) and is_dev(u, l) == (split == "dev"):
+            out.append(Pair(u, l, WRITTEN, tuple(words.split()), place))
+    return out
+
+
+def read_pairs(data_dir: str | Path, split: str = "train", written: str | Path | None = None) -> list[Pair]:
+    """All well-formed pairs of one split ('train' or 'dev'), from every couplet file, and from the written
+    corpus at ``written`` where given."""
+    out = read_written(written, split) if written and Path(written).exists() else []
     for name in SOURCES:
         path = Path(data_dir) / name
-        if not path.exists():
+        if name == WRITTEN or not path.exists():
             continue
         for line in path.read_text(encoding="utf-8").splitlines():
             parts = line.split("\t")
@@ -99,6 +118,12 @@ def make_example(tok: Tokenizer, p: Pair, rng: random.Random) -> list[int]:
 def _layout(tok: Tokenizer, p: Pair, rng: random.Random) -> list[int]:
     u, l = tok.encode(p.upper), tok.encode(p.lower)
     r = rng.random()
+    if p.words and r < 0.8:  # asked for as it was written: its wish words, embedded, as heads or as a theme
+        if p.placement == "acrostic":  # the heads as the writer asks for them (placement.acrostic)
+            return [ACR] + tok.encode("".join(p.words)) + [BOS] + u + [SEP] + l + [EOS]
+        words = list(p.words)
+        rng.shuffle(words)
+        return tok.prefix_keywords(words, spring=False) + u + [SEP] + l + [EOS]
     if r < 0.40:
         prefix = [BOS]
     elif r < 0.72:

@@ -53,9 +53,9 @@ def _from_model_dir(model_dir: str, tok: Tokenizer) -> GPT:
     return model
 
 
-def _start(data_dir, ckpt_path, resume, init_from, arch):
+def _start(data_dir, ckpt_path, resume, init_from, arch, written=None):
     """(pairs, tokenizer, model, saved state or None) for a fresh, resumed or continued run."""
-    pairs = read_pairs(data_dir, "train")
+    pairs = read_pairs(data_dir, "train", written)
     state = torch.load(ckpt_path, map_location="cpu", weights_only=False) if resume and ckpt_path.exists() else None
     if state:
         tok = Tokenizer.from_itos(state["vocab"])
@@ -105,6 +105,7 @@ def train(
     min_lr_frac: float = 0.05,
     bf16: bool = False,
     weights: dict[str, float] | None = None,
+    written: str | None = None,
     log=print,
 ) -> Path:
     """Train until the time budget is spent; returns the checkpoint path."""
@@ -115,7 +116,7 @@ def train(
         torch.set_num_threads(threads)
     torch.manual_seed(seed)
     arch = dict(n_layer=n_layer, n_head=n_head, n_embd=n_embd)
-    pairs, tok, model, state = _start(data_dir, ckpt_path, resume, init_from, arch)
+    pairs, tok, model, state = _start(data_dir, ckpt_path, resume, init_from, arch, written)
     model.to(device)
     cfg = model.cfg
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.05)
