@@ -258,3 +258,36 @@ def test_a_line_that_ends_on_a_count_may_be_answered_with_one(writer):
     three = vm.stoi["三"]  # level (平), so only the count rule can strike it at a lower line's end
     assert not _base(vm, LineSpec(4, PING, partner="春风化雨"), 3)[three]
     assert _base(vm, LineSpec(4, PING, partner="一二三四"), 3)[three]
+
+
+@pytest.mark.parametrize("kind", ["write", "match"])
+def test_another_couplet_after_the_first_costs_one_search_and_is_the_same_couplet(engine, kind):
+    """换一副 steers away from the deterministic couplet: where that was just shown, it is remembered, not searched
+    for again, and the couplet is the one a fresh writer gives."""
+    from chunlian.decoding.writer import CoupletWriter
+
+    def run(w, seed):
+        if kind == "write":
+            return w.write(["飞跃"], length=7, count=3, seed=seed)
+        return w.match("春回大地千山秀", count=3, seed=seed)
+
+    class Counting:
+        def __init__(self, lm):
+            self.lm, self.starts = lm, 0
+
+        def __getattr__(self, name):
+            return getattr(self.lm, name)
+
+        def start(self, prompts):
+            self.starts += 1
+            return self.lm.start(prompts)
+
+    fresh = CoupletWriter(Counting(engine.lm))
+    alone = run(fresh, 11)
+    cold = fresh.lm.starts
+    warm_writer = CoupletWriter(Counting(engine.lm))
+    run(warm_writer, None)
+    before = warm_writer.lm.starts
+    after = run(warm_writer, 11)
+    assert [(c.upper, c.lower) for c in after.couplets] == [(c.upper, c.lower) for c in alone.couplets]
+    assert warm_writer.lm.starts - before < cold

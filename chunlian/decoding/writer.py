@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import functools
 import itertools
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
+from cachetools import LRUCache
 
 from chunlian import prosody
 from chunlian.decoding import inputs, placement, rerank
@@ -36,7 +38,8 @@ POOL = 3
 MATCH_WIDTH = 8  # 对对子's beam for up to POOL candidates (9 instead: dev BLEU 2.31 → 2.21, 春联 6.88 → 6.37)
 # embed: the placements tried at once, then the next ones where none of those gave a couplet (宝宝 出生)
 EMBED_TRIES = (2, 8)
-SHORTLIST = 6  # candidates scored in the reverse direction (at least; 2 × count when more are asked)
+SHORTLIST = 6
+BEST_REMEMBERED = 4096  # deterministic best couplets kept for 换一副 (two short strings each)  # candidates scored in the reverse direction (at least; 2 × count when more are asked)
 # long lines are written with a comma after the fourth character and shown without it, as a door couplet is
 # printed: the model learned them that way (of 14,172 training lines of 11 characters, 12,584 are 4，7; of
 # 9, the commonest form is 4，5), and written in one run they came out strung from stock phrases
@@ -122,6 +125,9 @@ class CoupletWriter:
         self.write_relevance_weight = rerank.WRITE_RELEVANCE_WEIGHT
         self.habit_cost = rerank.HABIT_COST
         self._glue_cache: dict[tuple[str, bool], frozenset[str]] = {}
+        # the deterministic best couplet of recent inputs, which a 换一副 steers away from (``_remember``)
+        self._best: LRUCache = LRUCache(BEST_REMEMBERED)
+        self._best_lock = threading.Lock()
         self.pair_weight, self.spring_pair_weight = rerank.PAIR_WEIGHT, rerank.SPRING_PAIR_WEIGHT
 
     def masks(self, track: str) -> VocabMasks:
@@ -154,10 +160,27 @@ class CoupletWriter:
     ) -> Search:
         """Couplets from wish words. With a seed (换一副) the deterministic couplet is written first
         and the sampled ones pay for each character they share with it at the same place."""
-        avoid = None
-        if seed is not None:
+        key = ("write", tuple(inputs.keywords(keywords, self.vocab, auspicious=False)), length, mode, tones, zodiac)
+        if seed is None:
+            return self._remember(
+                key, count, (yield from self._write(keywords, length, mode, count, None, tones, zodiac))
+            )
+        avoid = self._recall(key)
+        if avoid is None:
             avoid = yield from _first(self._write(keywords, length, mode, 1, None, tones, zodiac))
         return (yield from self._write(keywords, length, mode, count, seed, tones, zodiac, avoid))
+
+    def _remember(self, key: tuple, count: int, res: Result) -> Result:
+        """Keep the deterministic best couplet of a request (the same for every count up to ``POOL``), so that a
+        换一副 for the same input, which must differ from it, need not search for it again."""
+        if count <= POOL and res.couplets:
+            with self._best_lock:
+                self._best[key] = (res.couplets[0].upper, res.couplets[0].lower)
+        return res
+
+    def _recall(self, key: tuple) -> tuple[str, str] | None:
+        with self._best_lock:
+            return self._best.get(key)
 
     def _write(self, keywords, length, mode, count, seed, tones, zodiac, avoid=None) -> Search:
         # a person's wish words are theirs: a character chunlian would not write (老师 辛苦) is kept, with a notice
@@ -344,10 +367,13 @@ class CoupletWriter:
         general couplets) drops the notice. ``register``: spring (春联), general (the line's own),
         or auto (spring when the line speaks of spring: ``inputs.spring_register``). With a seed,
         the written line avoids the deterministic one as in ``write_search``."""
-        avoid = None
-        if seed is not None:
-            base = self._match(upper, 1, None, tones, zodiac, direction, lenient, register)
-            avoid = yield from _first(base)
+        key = ("match", inputs.line(upper, self.vocab, auspicious=False), tones, zodiac, direction, lenient, register)
+        if seed is None:
+            res = yield from self._match(upper, count, None, tones, zodiac, direction, lenient, register)
+            return self._remember(key, count, res)
+        avoid = self._recall(key)
+        if avoid is None:
+            avoid = yield from _first(self._match(upper, 1, None, tones, zodiac, direction, lenient, register))
         return (yield from self._match(upper, count, seed, tones, zodiac, direction, lenient, register, avoid))
 
     def _match(self, upper, count, seed, tones, zodiac, direction, lenient, register, avoid=None) -> Search:
