@@ -171,6 +171,29 @@ def cmd_train(args) -> None:
         print(f"exported to {export(ckpt, args.export)}")
 
 
+def cmd_prefer(args) -> None:
+    try:
+        from chunlian.model.prefer import dpo
+    except ImportError:
+        raise CoupletError(
+            "no_torch", "训练需要 torch：pip install -e '.[train]'", "training needs torch: pip install -e '.[train]'"
+        ) from None
+    ckpt = dpo(
+        args.init_from,
+        args.judgments,
+        args.out,
+        beta=args.beta,
+        epochs=args.epochs,
+        lr=args.lr,
+        batch_size=args.batch_size,
+        threads=args.threads,
+    )
+    if args.export:
+        from chunlian.model.export import export
+
+        print(f"exported to {export(ckpt, args.export)}")
+
+
 def cmd_export(args) -> None:
     from chunlian.model.export import export
 
@@ -315,6 +338,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="the written 春联 corpus with its wish words (data/written/SOURCES.md); skipped where absent",
     )
     t.set_defaults(func=cmd_train)
+
+    pf = sub.add_parser("prefer", help="preference training (DPO) on readers' choices (needs the train extra)")
+    pf.add_argument("judgments", nargs="+", help="TSV files: kind, input, chosen, rejected (chunlian/model/prefer.py)")
+    pf.add_argument("--init-from", default="chunlian/weights", help="the model directory to start from")
+    pf.add_argument("--out", default="runs/prefer")
+    pf.add_argument("--beta", type=float, default=0.1)
+    pf.add_argument("--epochs", type=int, default=2)
+    pf.add_argument("--lr", type=float, default=5e-6)
+    pf.add_argument("--batch-size", type=int, default=16)
+    pf.add_argument("--threads", type=int, default=0)
+    pf.add_argument("--export", default=None, help="export to this model directory when done")
+    pf.set_defaults(func=cmd_prefer)
 
     x = sub.add_parser("export", help="export a checkpoint to an ONNX model directory")
     x.add_argument("checkpoint")

@@ -3,6 +3,7 @@
     python scripts/dev_loss.py chunlian/weights            # the shipped model
     python scripts/dev_loss.py runs/cont/ckpt.pt           # a training checkpoint
 
+The written corpus's dev pairs (data/written/) are reported as their own source.
 Every dev pair is laid out as in training (same seeded choice of task layout, the 春联 book's pairs
 with the register tag where the model has one), so two models are compared on the same sequences.
 """
@@ -25,11 +26,12 @@ def main() -> None:
     ap.add_argument("model", help="model directory (ONNX) or ckpt.pt")
     ap.add_argument("--data", default="../shared/data")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--written", default="data/written/chunlian_written.tsv", help="the written corpus (its dev split)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     path = Path(args.model)
     model, tok = load_exported(path) if path.is_dir() else load_checkpoint(path)
-    pairs = read_pairs(args.data, "dev")
+    pairs = read_pairs(args.data, "dev", args.written)
     out = {"all": round(dev_loss(model, tok, pairs), 4), "pairs": len(pairs)}
     for source in sorted({p.source for p in pairs}):
         out[source] = round(dev_loss(model, tok, [p for p in pairs if p.source == source]), 4)

@@ -158,3 +158,64 @@ def test_a_malformed_source_weight_is_refused_before_training(capsys):
     assert main(["train", "--weight", "chunlian_pairs.tsv", "--minutes", "0.01", "--out", "/nonexistent/x"]) == 2
     err = capsys.readouterr().err
     assert "文件=权重" in err and "FILE=WEIGHT" in err
+
+
+def test_a_written_couplet_is_asked_for_as_it_was_written(tmp_path):
+    """The written corpus teaches the three placements: a theme couplet is asked for by wish words it need not hold,
+    an acrostic one by its heads; its pairs carry the 春联 tag and are split into train and dev like the rest."""
+    import random
+
+    from chunlian.model.data import WRITTEN, build_vocab, make_example, read_written
+    from chunlian.model.tokenizer import ACR, KW
+
+    rows = [
+        ("剪刀裁出春千缕", "梳子理开福万端", "从头开始", "theme", "理发"),
+        ("如画江山添秀色", "意春风雨润诗情", "山欢水笑", "acrostic", "如意"),
+        ("果农笑看枝头满", "春雨轻敲院角新", "果香满院", "embed", "果农"),
+    ] * 40
+    path = tmp_path / WRITTEN
+    path.write_text("# header\n" + "\n".join("\t".join(r) for r in rows) + "\n", encoding="utf-8")
+    train, dev = read_written(path, "train"), read_written(path, "dev")
+    assert len(train) + len(dev) == len(rows) and all(not is_dev(p.upper, p.lower) for p in train)
+    assert {p.placement for p in train} == {"theme", "acrostic", "embed"}
+    tok = build_vocab(train, min_count=1)
+    tok = type(tok)(tok.itos[9:] + list("理发"))
+    rng = random.Random(0)
+    seen = {"theme": set(), "acrostic": set()}
+    for p in train[:3]:
+        for _ in range(40):
+            s = make_example(tok, p, rng)
+            assert s[0] == tok.register(True)[0]
+            if p.placement in seen and (KW in s[:3] or ACR in s[:3]):
+                seen[p.placement].add(tok.decode(s[2 : s.index(2)]))
+    assert "理发" in seen["theme"] and "如意" in seen["acrostic"]
+
+
+def test_readers_choices_move_the_model_towards_the_chosen_couplets(trained, tmp_path):
+    """DPO: after training on choices, the model gives the chosen couplets more probability than the rejected ones,
+    relative to where it started, and the result exports to a model directory the writer runs."""
+    from chunlian.model.export import export, load_exported
+    from chunlian.model.prefer import completion_logp, dpo, read_judgments
+
+    ckpt, _ = trained
+    start = tmp_path / "start"
+    export(ckpt, start, quantize=False)
+    rows = [
+        ("keywords", "春", "春回大地千山秀/日暖神州万物荣", "一帆风顺年年好/万事如意步步高"),
+        ("keywords", "风", "风调雨顺/国泰民安", "百花争艳/万象更新"),
+        ("match", "花开富贵", "竹报平安", "万象更新"),
+    ] * 8
+    judgments = tmp_path / "judgments.tsv"
+    judgments.write_text("\n".join("\t".join(r) for r in rows) + "\n", encoding="utf-8")
+
+    def margin(model_dir):
+        model, tok = load_exported(model_dir)
+        js = read_judgments([judgments], tok)
+        seqs = [j.prompt + j.chosen for j in js] + [j.prompt + j.rejected for j in js]
+        with torch.no_grad():
+            lp = completion_logp(model, seqs, [len(j.prompt) for j in js] * 2)
+        return float((lp[: len(js)] - lp[len(js) :]).mean())
+
+    out = dpo(str(start), [judgments], str(tmp_path / "run"), epochs=4, lr=3e-3, batch_size=8, log=lambda m: None)
+    export(out, tmp_path / "after", quantize=False)
+    assert margin(tmp_path / "after") > margin(start) + 1.0
