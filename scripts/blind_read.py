@@ -91,12 +91,13 @@ def dump(args) -> None:
     writer, zodiac, out = Engine(cache_size=0).writer, coming_year().zodiac, []
     if args.dev_lines:
         return dump_matches(args, writer, zodiac)
-    for f in sorted(Path("docs").glob("keywords*.txt")):
+    for f in args.keywords or sorted(Path("docs").glob("keywords*.txt")):
         for words in (ln.split() for ln in f.read_text(encoding="utf-8").splitlines() if ln.split()):
             for n in args.lengths or [None]:
                 label = " ".join(words) + (f" ({n})" if n else "")
                 try:
-                    c = writer.write(words, count=args.count, zodiac=zodiac, **({"length": n} if n else {})).couplets[0]
+                    kw = {"length": n} if n else {}
+                    c = writer.write(words, count=args.count, zodiac=zodiac, mode=args.placement, **kw).couplets[0]
                     out.append([label, c.upper, c.lower])
                 except Exception:  # noqa: BLE001 — a refused word (脱贫) has no couplet in either state
                     out.append([label, "", ""])
@@ -212,6 +213,8 @@ def main() -> None:
     d.add_argument("--dev-lines", type=int, nargs="*", help="instead: 对对子 on the dev split's lines of these lengths")
     d.add_argument("--count", type=int, default=1, help="candidates asked for (the first is dumped; the page asks 3)")
     d.add_argument("--data", default="../shared/data")
+    d.add_argument("--keywords", type=Path, nargs="*", help="keyword files (default: every docs/keywords*.txt)")
+    d.add_argument("--placement", default="embed", choices=["embed", "acrostic", "theme"])
     d.set_defaults(func=dump)
     pr = sub.add_parser("pairs")
     pr.add_argument("a")
