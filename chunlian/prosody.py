@@ -443,11 +443,25 @@ def split_wish_words(line: str, words: list[str]) -> list[str]:
     return sorted(set(out))
 
 
+@lru_cache(maxsize=1)
+def _glue_index() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+    """(start -> the characters that complete a common word after it, end -> those that complete one before it)."""
+    after: dict[str, set[str]] = {}
+    before: dict[str, set[str]] = {}
+    for w in _common_words():
+        after.setdefault(w[:-1], set()).add(w[-1])
+        before.setdefault(w[1:], set()).add(w[0])
+    return (
+        {k: frozenset(v) for k, v in after.items()},
+        {k: frozenset(v) for k, v in before.items()},
+    )
+
+
 def glued_chars(word: str, vocab, after: bool) -> frozenset[str]:
-    """Characters that, written just after (or before) ``word``, would make a word with part of it
+    """Characters that, written just after (or before) ``word``, would make a common word with part of it
     (机器人 + 生 → 人生): the search never puts one there."""
     if len(word) < 2:
         return frozenset()
-    table = _common_words()
+    index = _glue_index()[0 if after else 1]
     parts = [word[-k:] for k in range(1, len(word))] if after else [word[:k] for k in range(1, len(word))]
-    return frozenset(c for c in vocab if any((p + c if after else c + p) in table for p in parts))
+    return frozenset(c for p in parts for c in index.get(p, ()) if c in vocab)
