@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 
@@ -138,13 +139,25 @@ def _source_weight(text: str) -> tuple[str, float]:
         ) from None
 
 
-def cmd_train(args) -> None:
+def _training(module: str, name: str):
+    """A training entry point, or the bilingual error that torch (the train extra) is missing."""
     try:
-        from chunlian.model.train import train
+        return getattr(importlib.import_module(f"chunlian.model.{module}"), name)
     except ImportError:
         raise CoupletError(
             "no_torch", "训练需要 torch：pip install -e '.[train]'", "training needs torch: pip install -e '.[train]'"
         ) from None
+
+
+def _export_to(ckpt, out: str | None) -> None:
+    if out:
+        from chunlian.model.export import export
+
+        print(f"exported to {export(ckpt, out)}")
+
+
+def cmd_train(args) -> None:
+    train = _training("train", "train")
     ckpt = train(
         args.data,
         args.out,
@@ -165,19 +178,11 @@ def cmd_train(args) -> None:
         weights=dict(_source_weight(w) for w in args.weight),
         written=args.written,
     )
-    if args.export:
-        from chunlian.model.export import export
-
-        print(f"exported to {export(ckpt, args.export)}")
+    _export_to(ckpt, args.export)
 
 
 def cmd_prefer(args) -> None:
-    try:
-        from chunlian.model.prefer import dpo
-    except ImportError:
-        raise CoupletError(
-            "no_torch", "训练需要 torch：pip install -e '.[train]'", "training needs torch: pip install -e '.[train]'"
-        ) from None
+    dpo = _training("prefer", "dpo")
     ckpt = dpo(
         args.init_from,
         args.judgments,
@@ -188,10 +193,7 @@ def cmd_prefer(args) -> None:
         batch_size=args.batch_size,
         threads=args.threads,
     )
-    if args.export:
-        from chunlian.model.export import export
-
-        print(f"exported to {export(ckpt, args.export)}")
+    _export_to(ckpt, args.export)
 
 
 def cmd_export(args) -> None:
