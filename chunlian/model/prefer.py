@@ -125,7 +125,8 @@ def dpo(
         right = 0
         for i in range(0, len(items), 64):
             b = items[i : i + 64]
-            right += int((_margins(model, *reference(b), b) > 0).sum())
+            m = _margins(model, *reference(b), b)
+            right += float((m > 0).sum()) + 0.5 * float((m == 0).sum())  # the untrained model ties: a coin flip
         model.train()
         return right / max(len(items), 1)
 
