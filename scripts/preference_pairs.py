@@ -38,8 +38,13 @@ def inputs(n: int, data: str, rng: random.Random) -> list[dict]:
         if r < 0.7:
             words = rng.choice(themes)
             mode = "acrostic" if rng.random() < 0.15 else "embed"
-            out.append({"kind": "keywords" if mode == "embed" else "acrostic", "words": words,
-                        "length": rng.choice((5, 7, 7, 7, 9, 11))})
+            out.append(
+                {
+                    "kind": "keywords" if mode == "embed" else "acrostic",
+                    "words": words,
+                    "length": rng.choice((5, 7, 7, 7, 9, 11)),
+                }
+            )
         else:
             line = rng.choice(book if r < 0.9 else general)
             if not any(c in PUNCT for c in line):
@@ -82,8 +87,15 @@ def make(args) -> None:
             continue
         if len(cands) == 2:
             flip = rng.random() < 0.5
-            pairs.append({"kind": item["kind"], "input": text, "asked": asked, "written": cands[::-1] if flip else cands,
-                          "shown": shown[::-1] if flip else shown})
+            pairs.append(
+                {
+                    "kind": item["kind"],
+                    "input": text,
+                    "asked": asked,
+                    "written": cands[::-1] if flip else cands,
+                    "shown": shown[::-1] if flip else shown,
+                }
+            )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     per = args.per_reader
@@ -91,8 +103,9 @@ def make(args) -> None:
         chunk = pairs[k : k + per]
         lines = [f"{i}\t{p['asked']}\t{p['shown'][0]}\t{p['shown'][1]}" for i, p in enumerate(chunk, 1)]
         (out / f"items_{k // per + 1}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (out / "key.json").write_text(json.dumps({"per_reader": per, "model": args.model, "pairs": pairs},
-                                             ensure_ascii=False), encoding="utf-8")
+    (out / "key.json").write_text(
+        json.dumps({"per_reader": per, "model": args.model, "pairs": pairs}, ensure_ascii=False), encoding="utf-8"
+    )
     print(f"{len(pairs)} pairs in {-(-len(pairs) // per)} reader files -> {out}")
 
 
