@@ -38,8 +38,8 @@ POOL = 3
 MATCH_WIDTH = 8  # 对对子's beam for up to POOL candidates (9 instead: dev BLEU 2.31 → 2.21, 春联 6.88 → 6.37)
 # embed: the placements tried at once, then the next ones where none of those gave a couplet (宝宝 出生)
 EMBED_TRIES = (2, 8)
-SHORTLIST = 6
-BEST_REMEMBERED = 4096  # deterministic best couplets kept for 换一副 (two short strings each)  # candidates scored in the reverse direction (at least; 2 × count when more are asked)
+SHORTLIST = 6  # candidates scored in the reverse direction (at least; 2 × count when more are asked)
+BEST_REMEMBERED = 4096  # deterministic best couplets kept for 换一副 (two short strings each)
 # long lines are written with a comma after the fourth character and shown without it, as a door couplet is
 # printed: the model learned them that way (of 14,172 training lines of 11 characters, 12,584 are 4，7; of
 # 9, the commonest form is 4，5), and written in one run they came out strung from stock phrases
@@ -124,7 +124,6 @@ class CoupletWriter:
         self.stock_cost, self.relevance_weight = rerank.STOCK_COST, rerank.RELEVANCE_WEIGHT
         self.write_relevance_weight = rerank.WRITE_RELEVANCE_WEIGHT
         self.habit_cost = rerank.HABIT_COST
-        self._glue_cache: dict[tuple[str, bool], frozenset[str]] = {}
         # the deterministic best couplet of recent inputs, which a 换一副 steers away from (``_remember``)
         self._best: LRUCache = LRUCache(BEST_REMEMBERED)
         self._best_lock = threading.Lock()
@@ -263,15 +262,10 @@ class CoupletWriter:
             for s in range(n - len(w) + 1):
                 if all(fixed.get(s + j) == c for j, c in enumerate(w)):
                     for pos, after in ((s + len(w), True), (s - 1, False)):
-                        if 0 <= pos < n and pos not in fixed and pos != (brk if after else (brk or 0) - 1):
-                            out.setdefault(pos, set()).update(self._glue(w, after))
+                        across_break = brk is not None and pos == (brk if after else brk - 1)
+                        if 0 <= pos < n and pos not in fixed and not across_break:
+                            out.setdefault(pos, set()).update(prosody.glued_chars(w, self.vocab, after))
         return {p if brk is None else p + (p >= brk): frozenset(v) for p, v in out.items()}
-
-    def _glue(self, word: str, after: bool) -> frozenset[str]:
-        key = (word, after)
-        if key not in self._glue_cache:
-            self._glue_cache[key] = prosody.glued_chars(word, self.vocab, after)
-        return self._glue_cache[key]
 
     def _uppers(self, plan: _Plan, places: list, prompt: list[int], count: int, strict: bool, words=()) -> Search:
         """Upper lines for every placement at once; the best distinct ones that end 仄, with their
@@ -496,8 +490,8 @@ class CoupletWriter:
         def score(upper, lower, lm_total, full, relevance=0.0):
             rep = prosody.check(upper, lower, tones, self.vocab, words=full)
             rep.rules += rerank.sense_rules(made(upper, lower), words, zodiac)
-            split = prosody.split_wish_words(upper, words) + prosody.split_wish_words(lower, words)
             if words:
+                split = prosody.split_wish_words(upper, words) + prosody.split_wish_words(lower, words)
                 rep.rules.append(
                     prosody.Rule(
                         "wish_whole",

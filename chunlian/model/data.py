@@ -24,10 +24,10 @@ SOURCES = {
     "couplets_train.tsv": 1.0,
     "couplets_extra.tsv": 1.0,
     "lvshi_couplets.tsv": 0.5,
+    "chunlian_written.tsv": 3.0,  # WRITTEN: read from data/written/ (read_written), not from ../shared/data
 }
 # the written corpus (data/written/, see its SOURCES.md): couplets with the wish words they were written for
 WRITTEN = "chunlian_written.tsv"
-SOURCES[WRITTEN] = 3.0
 SPRING_SOURCES = {"chunlian_pairs.tsv", WRITTEN}
 MAX_LINE = 24
 DEV_PERCENT = 2
@@ -120,7 +120,7 @@ def _layout(tok: Tokenizer, p: Pair, rng: random.Random) -> list[int]:
     r = rng.random()
     if p.words and r < 0.8:  # asked for as it was written: its wish words, embedded, as heads or as a theme
         if p.placement == "acrostic":  # the heads as the writer asks for them (placement.acrostic)
-            return [ACR] + tok.encode("".join(p.words)) + [BOS] + u + [SEP] + l + [EOS]
+            return tok.prefix_acrostic("".join(p.words), spring=False) + u + [SEP] + l + [EOS]
         words = list(p.words)
         rng.shuffle(words)
         return tok.prefix_keywords(words, spring=False) + u + [SEP] + l + [EOS]
