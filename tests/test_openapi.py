@@ -132,12 +132,12 @@ def test_warming_up_is_503_with_retry_after(engine):
 def test_a_fault_is_500_with_the_error_body(engine, monkeypatch):
     from fastapi.testclient import TestClient
 
-    import chunlian.server
+    import chunlian.server.api
 
     def broken(*a):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(chunlian.server, "check_couplet", broken)
+    monkeypatch.setattr(chunlian.server.api, "check_couplet", broken)
     with TestClient(create_app(Engine(lm=engine.lm, warm=False)), raise_server_exceptions=False) as c:
         for _ in range(600):
             if c.get("/readyz").status_code == 200:
