@@ -40,6 +40,20 @@ def _script(args) -> str:
     return "traditional" if args.traditional else "simplified"
 
 
+def _save_pdf(args, ans: dict) -> None:
+    """``--pdf``: the best couplet as a print-ready PDF (chunlian.pdf); said on stderr, so --json stays JSON."""
+    if not args.pdf:
+        return
+    from chunlian import pdf
+
+    c = ans["couplets"][0]
+    body = pdf.render(c["upper"], c["lower"], c["horizontal"], args.pdf_size, args.ink, args.layout, args.fu)
+    with open(args.pdf, "wb") as f:
+        f.write(body)
+    what = "A4 拼贴 / tiled on A4" if args.pdf_size == "a4" else "印店尺寸 / shop size"
+    print(f"已存 PDF / saved: {args.pdf}（{what}）", file=sys.stderr)
+
+
 def cmd_write(args) -> None:
     ans = _engine(args).write(
         args.keywords,
@@ -52,6 +66,7 @@ def cmd_write(args) -> None:
         args.year,
     )
     _print_json(ans) if args.json else _show(ans)
+    _save_pdf(args, ans)
 
 
 def cmd_match(args) -> None:
@@ -59,6 +74,38 @@ def cmd_match(args) -> None:
         args.upper, args.count, args.seed, args.tones, _script(args), args.year, register=args.register
     )
     _print_json(ans) if args.json else _show(ans)
+    _save_pdf(args, ans)
+
+
+def cmd_fill(args) -> None:
+    eng = _engine(args)
+    avoid = tuple(args.avoid) if args.avoid else None
+    ans = eng._wait(
+        eng.submit_fill(args.upper, args.lower, args.count, args.seed, args.tones, _script(args), args.year, avoid)
+    )
+    _print_json(ans) if args.json else _show(ans)
+    _save_pdf(args, ans)
+
+
+def cmd_alternatives(args) -> None:
+    eng = _engine(args)
+    side, at = ("lower", args.lower_at) if args.lower_at is not None else ("upper", args.upper_at)
+    if at is None:
+        raise CoupletError("bad_index", "请用 --upper-at 或 --lower-at 指定位置", "give --upper-at or --lower-at")
+    ans = eng._wait(eng.submit_alternatives(args.upper, args.lower, side, at - 1, args.tones, args.year, args.count))
+    if args.json:
+        return _print_json(ans)
+    name = "上联" if side == "upper" else "下联"
+    print(f"{name}第{at}字「{ans['current']['char']}」（{ans['current']['score']:.3f}）可换成：")
+    for a in ans["alternatives"]:
+        print(f"  {a['char']} {a['tone']}  {a['score']:.3f}")
+    if not ans["alternatives"]:
+        print("  没有守住全部规矩的字 / none keeps every rule")
+
+
+def cmd_hengpi(args) -> None:
+    ans = _engine(args).horizontal(args.upper, args.lower, args.current or "", "", args.seed, _script(args), args.year)
+    _print_json(ans) if args.json else print(f"横批：{ans['horizontal']}")
 
 
 def cmd_batch(args) -> None:
@@ -266,11 +313,24 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--json", action="store_true")
         model_opts(sp)
 
+    def print_opts(sp):
+        sp.add_argument("--pdf", default=None, metavar="FILE", help="also save the best couplet as a print-ready PDF")
+        sp.add_argument(
+            "--pdf-size",
+            default="a4",
+            choices=["a4", "shop"],
+            help="a4: tiled across A4 pages to trim and join (default); shop: full-size pieces for a print shop",
+        )
+        sp.add_argument("--fu", default="upright", choices=["upright", "upside_down", "none"], help="the 福 diamond")
+        sp.add_argument("--ink", default="black", choices=["black", "gold"])
+        sp.add_argument("--layout", default="traditional", choices=["traditional", "modern"])
+
     w = sub.add_parser("write", help="couplet from 1–4 wish words")
     w.add_argument("keywords", nargs="+")
     w.add_argument("--length", type=int, default=7, choices=[5, 7, 9, 11])
     w.add_argument("--placement", default="embed", choices=["embed", "acrostic", "theme"])
     gen_opts(w)
+    print_opts(w)
     w.set_defaults(func=cmd_write)
 
     m = sub.add_parser("match", help="lower line for an upper line (对对子)")
@@ -282,7 +342,43 @@ def build_parser() -> argparse.ArgumentParser:
         help="answer as a 春联 (spring), in the line's own register (general), or by the line (auto)",
     )
     gen_opts(m)
+    print_opts(m)
     m.set_defaults(func=cmd_match)
+
+    f = sub.add_parser(
+        "fill",
+        help="keep some characters and write the rest: _ marks each place to write (春回大地千山秀 _______)",
+    )
+    f.add_argument("upper", help="the upper line, _ at each place to write")
+    f.add_argument("lower", help="the lower line, _ at each place to write")
+    f.add_argument("--avoid", nargs=2, metavar=("UPPER", "LOWER"), help="the couplet to differ from (换下联)")
+    gen_opts(f)
+    print_opts(f)
+    f.set_defaults(func=cmd_fill)
+
+    a = sub.add_parser("alternatives", help="other characters for one place, ranked, each keeping every hard rule")
+    a.add_argument("upper")
+    a.add_argument("lower")
+    where = a.add_mutually_exclusive_group(required=True)
+    where.add_argument("--upper-at", type=int, help="the place in the upper line, from 1")
+    where.add_argument("--lower-at", type=int, help="the place in the lower line, from 1")
+    a.add_argument("--count", type=int, default=12)
+    a.add_argument("--tones", default="xin", choices=["xin", "pingshui"])
+    a.add_argument("--year", type=int, default=None)
+    a.add_argument("--json", action="store_true")
+    model_opts(a)
+    a.set_defaults(func=cmd_alternatives)
+
+    hp = sub.add_parser("hengpi", help="another 横批 for a couplet")
+    hp.add_argument("upper")
+    hp.add_argument("lower")
+    hp.add_argument("--current", default=None, help="the 横批 to replace")
+    hp.add_argument("--seed", type=int, default=0)
+    hp.add_argument("--traditional", action="store_true")
+    hp.add_argument("--year", type=int, default=None)
+    hp.add_argument("--json", action="store_true")
+    model_opts(hp)
+    hp.set_defaults(func=cmd_hengpi)
 
     b = sub.add_parser(
         "batch", help="many couplets at once: one line of wish words or one upper line per input line (JSON Lines out)"

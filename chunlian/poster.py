@@ -47,10 +47,14 @@ def _faces() -> list[tuple[str, list[tuple[int, int]]]]:
     return faces
 
 
-def face_for(ch: str) -> str | None:
-    """The font file that draws ``ch``, as the browser would pick it; None when no bundled font has it."""
+def face_for(ch: str, family: str = "") -> str | None:
+    """The font file that draws ``ch``, as the browser would pick it; None when no bundled font has it.
+    ``family`` (a folder of fonts/, such as noto-serif-sc) puts that family first."""
     cp = ord(ch)
-    for path, spans in _faces():
+    faces = _faces()
+    if family:
+        faces = sorted(faces, key=lambda f: not f[0].startswith(family + "/"))
+    for path, spans in faces:
         if any(lo <= cp <= hi for lo, hi in spans):
             return path
     return None

@@ -199,7 +199,8 @@ def test_the_kiosk_page_has_no_control_that_reaches_the_os(engine):
     assert not re.search(r"https?://", page) and "<iframe" not in html and "<form action" not in html
     hrefs = re.findall(r"href=\"([^\"]*)\"", html)
     assert all(h.startswith("/static/") or h == "#" for h in hrefs), hrefs
-    # the two controls that open a system dialog (a download's file, the print dialog's Save as PDF) are gone
-    assert re.search(r"\.kiosk #download, \.kiosk #print \{ display: none; \}", css)
+    # the controls that open a system dialog (a download's file, the print dialog's Save as PDF, the PDFs) are gone
+    hidden = re.search(r"((?:\.kiosk #[\w-]+,?\s*)+)\{ display: none; \}", css)
+    assert hidden and set(re.findall(r"#([\w-]+)", hidden[1])) == {"download", "print", "pdf-a4", "pdf-shop"}
     # and the context menu is off
     assert 'addEventListener("contextmenu", (e) => e.preventDefault())' in js

@@ -5,53 +5,19 @@ Screenshots and the click-to-couplet timing land in test-artifacts/ (git-ignored
 
 import io
 import json
-import os
-import shutil
-import socket
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from web_support import ARTIFACTS, CHROMIUM, FLAGS, need_chromium, serve
 
 from chunlian import prosody
 from chunlian.engine import Engine, Settings
 from chunlian.server import create_app
 
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-if not shutil.which(CHROMIUM):
-    if os.environ.get("CI"):
-        raise RuntimeError("Debian chromium is missing: .ci/run installs it (apt-get install chromium)")
-    pytest.skip("no /usr/bin/chromium here (apt-get install chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
-
-
-def _serve(app):
-    import uvicorn
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    th = threading.Thread(target=server.run, daemon=True)
-    th.start()
-    for _ in range(400):
-        if server.started:
-            break
-        time.sleep(0.05)
-    return server, th, f"http://127.0.0.1:{port}"
+sync_api = need_chromium()
+_serve = serve
 
 
 @pytest.fixture(scope="module")
@@ -278,6 +244,9 @@ def test_kiosk_is_touch_sized_and_resets_when_idle(browser, live):
     assert _left(pg, "#upper") < _left(pg, "#lower")
     # nothing that opens a system dialog: no download, no print (copy and the rest stay)
     assert not pg.is_visible("#download") and not pg.is_visible("#print") and pg.is_visible("#copy")
+    assert not pg.is_visible("#pdf-a4") and not pg.is_visible("#pdf-shop")
+    pg.wait_for_selector("#qr", state="visible")  # the kiosk's way home is the QR code: shown, and large
+    assert pg.eval_on_selector("#qr", "e => e.getBoundingClientRect().width") >= 200
     pg.screenshot(path=str(ARTIFACTS / "kiosk-open.png"))
     pg.wait_for_function("() => !document.getElementById('gate').classList.contains('open')", timeout=10_000)
     assert pg.input_value("#q") == ""

@@ -75,13 +75,16 @@ class HengpiChooser:
         zodiac: str | None = None,
         rng: np.random.Generator | None = None,
         top: int = 3,
+        avoid: str = "",
     ) -> str:
+        """The best-fitting phrase (with ``rng``: one of the ``top`` best), never ``avoid``."""
         couplet = upper + lower
         chars, wished = set(couplet), set(keywords)
         idx, bonus = [], []
         for i, (p, own) in enumerate(zip(self.phrases, self._chars)):
             shared = len(own & chars)
-            if p.zodiac in (None, zodiac) and shared < 3 and p.text not in upper and p.text not in lower:
+            fits = p.text not in upper and p.text not in lower and p.text != avoid
+            if p.zodiac in (None, zodiac) and shared < 3 and fits:
                 idx.append(i)
                 bonus.append(0.1 * bool(own & wished) - 0.1 * max(0, shared - 1) + 0.03 * bool(p.zodiac))
         if self._pvec is not None:

@@ -42,6 +42,11 @@ def _fold(text: str) -> str:
     return "".join(s if is_han(s) or not is_han(t) else t for t, s in zip(text, folded))
 
 
+def simplified(text: str) -> str:
+    """A short text (a 横批) as the model writes it: simplified, full-width folded, spaces dropped."""
+    return "".join(_fold(text).split())
+
+
 def _reject_chars(text: str, vocab, auspicious: bool = True) -> None:
     for ch in text:
         if ch in CLAUSE_PUNCT:

@@ -88,6 +88,8 @@ class _Plan:
     brk: int | None  # where that comma goes (``CLAUSE_BREAK``), or None
     reserved: frozenset[str]  # the wish words' characters: never at a free position
     avoid: tuple[str, str] | None  # 换一副: the deterministic couplet, as written
+    punct: dict[int, str] | None = None  # a person's own clause punctuation (writing together), not ``brk``'s
+    end_given: bool = False  # the upper's last character is the person's: its tone is not ours to check
 
     def spec(self, side: int, fixed: dict[int, str], strict: bool, **more) -> LineSpec:
         """A line of this request (``side`` 0: the upper, 1: the lower): its width and clause break, its
@@ -95,7 +97,7 @@ class _Plan:
         return LineSpec(
             self.width,
             (ZE, PING)[side],
-            punct={} if self.brk is None else {self.brk: "，"},
+            punct=self.punct if self.punct is not None else {} if self.brk is None else {self.brk: "，"},
             fixed=shift(fixed, self.brk),
             strict=strict,
             zodiac=self.zodiac,
@@ -297,7 +299,8 @@ class CoupletWriter:
         uppers, seen = [], set()
         for r, row in sorted(enumerate(res.rows), key=lambda x: -x[1].score):
             text = "".join(row.text)
-            if text in seen or not prosody.can_be(prosody.line_tones(text, plan.tones)[-1], ZE):
+            ends_ze = plan.end_given or prosody.can_be(prosody.line_tones(text, plan.tones)[-1], ZE)
+            if text in seen or not ends_ze:
                 continue
             seen.add(text)
             uppers.append((r, text, row.score, places[row.group]))
@@ -370,7 +373,11 @@ class CoupletWriter:
             avoid = yield from _first(self._match(upper, 1, None, tones, zodiac, direction, lenient, register))
         return (yield from self._match(upper, count, seed, tones, zodiac, direction, lenient, register, avoid))
 
-    def _match(self, upper, count, seed, tones, zodiac, direction, lenient, register, avoid=None) -> Search:
+    def _match(
+        self, upper, count, seed, tones, zodiac, direction, lenient, register, avoid=None, fixed=None, given=()
+    ) -> Search:
+        """The other line for ``upper`` (see ``match_search``). ``fixed``: characters of the written line kept at
+        their places (writing together); ``given``: hard rules that those alone break, reported, not enforced."""
         if direction not in ("auto", "upper", "lower"):
             raise CoupletError(
                 "bad_direction", "方向只能是 auto、upper 或 lower", "direction must be auto, upper or lower"
@@ -382,7 +389,7 @@ class CoupletWriter:
         t = prosody.line_tones(text, tones)
         # rules the given line alone can break are the person's choice, not ours to keep
         ill = sorted(set(text) & prosody.inauspicious())
-        given_rules = ("auspicious",) if ill else ()
+        given_rules = (("auspicious",) if ill else ()) + tuple(given)
         last = max(i for i, c in enumerate(text) if c not in PUNCT)
         reverse = direction == "lower" or (direction == "auto" and t[last] == PING)
         brk = match_break(text)
@@ -403,6 +410,7 @@ class CoupletWriter:
                 zodiac=zodiac,
                 avoid=with_break((avoid[0] if reverse else avoid[1]) if avoid else "", brk),
                 partner=written,
+                fixed=shift(fixed or {}, brk),
             )
             state, logp = yield Start([prompt])
             width = MATCH_WIDTH if count <= POOL else 3 * count  # one beam for every count the page may ask

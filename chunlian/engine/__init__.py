@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from chunlian import calendar, prosody
-from chunlian.decoding import inputs
+from chunlian.decoding import inputs, together
 from chunlian.decoding.search import drive
 from chunlian.decoding.writer import CoupletWriter, Result
 from chunlian.engine.batcher import Batcher, Overloaded
@@ -181,6 +181,75 @@ class Engine:
             script,
             {"seed": seed, "tones_track": tones},
         )
+
+    # -- writing together -------------------------------------------------------------------
+    def submit_fill(
+        self,
+        upper: str,
+        lower: str,
+        count: int = 3,
+        seed: int | None = None,
+        tones: str = "xin",
+        script: str = "simplified",
+        year: int | None = None,
+        avoid: tuple[str, str] | None = None,
+    ) -> Future:
+        """Start writing the open places (``_``) of a couplet a person partly keeps (``together.fill_search``)."""
+        self._options(count, script)
+        together.patterns(upper, lower, self.writer.vocab)  # refused now, not after waiting in the queue
+        y = self.year(year)
+        key = ("fill", upper, lower, count, seed, tones, script, y.year, avoid)
+        return self._request(
+            "fill",
+            key,
+            lambda: together.fill_search(self.writer, upper, lower, count, seed, tones, y.zodiac, avoid),
+            y,
+            script,
+            {"seed": seed, "tones_track": tones},
+        )
+
+    def submit_alternatives(
+        self,
+        upper: str,
+        lower: str,
+        side: str,
+        index: int,
+        tones: str = "xin",
+        year: int | None = None,
+        count: int = 12,
+    ) -> Future:
+        """Start ranking other characters for one place (``together.alternatives_search``): a future of
+        ``{side, index, current, alternatives}``."""
+        for line in (upper, lower):
+            inputs.line(line, self.writer.vocab, auspicious=False)
+        y = self.year(year)
+        search = together.alternatives_search(self.writer, upper, lower, side, index, tones, y.zodiac, count)
+        if self.batcher is None:
+            out: Future = Future()
+            try:
+                out.set_result(drive(self.lm, search))
+            except Exception as exc:
+                out.set_exception(exc)
+            return out
+        return self.batcher.submit(search, self.settings.request_timeout_s)
+
+    def horizontal(
+        self,
+        upper: str,
+        lower: str,
+        current: str = "",
+        keywords: str = "",
+        seed: int = 0,
+        script: str = "simplified",
+        year: int | None = None,
+    ) -> dict:
+        """Another 横批 for a couplet (no model call: the phrases are ranked by the model's embeddings)."""
+        self._options(1, script)
+        y = self.year(year)
+        u, lo = inputs.pair(upper, lower)  # traditional input read as the rest of the API reads it
+        cur, words = inputs.simplified(current), inputs.simplified(keywords)
+        h = together.another_horizontal(self.writer, u, lo, cur, words, y.zodiac, seed)
+        return {"horizontal": s2t().convert(h) if script == "traditional" else h}
 
     def batch(
         self,

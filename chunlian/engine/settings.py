@@ -30,5 +30,18 @@ class Settings(BaseSettings):
     kiosk: bool = Field(False, description="page in kiosk mode: fullscreen, touch-sized, resets when idle")
     kiosk_idle_s: float = Field(60.0, gt=0, description="kiosk: close the doors after this long untouched")
 
+    public_url: str | None = Field(
+        None,
+        description="the address phones reach this server at (http://192.168.1.20:8000), for the share QR "
+        "codes; unset: the address the page was opened at",
+    )
+    share_key: str | None = Field(
+        None,
+        repr=False,
+        description="signs share links (/c/<id>), the same on every replica; unset: a public key that only "
+        "catches damaged links",
+    )
+
     def describe(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self.model_dump().items())
+        shown = self.model_dump() | {"share_key": "(set)" if self.share_key else None}
+        return " ".join(f"{k}={v}" for k, v in shown.items())

@@ -10,9 +10,29 @@ from fastapi import FastAPI, Query, Request
 from fastapi.responses import Response
 
 from chunlian import calendar
-from chunlian.engine import Engine, check_couplet
-from chunlian.server.errors import BUSY_503, CHECK_422, COUPLETS_422, ready_engine, responses
-from chunlian.server.schemas import CheckAnswer, CheckRequest, CoupletAnswer, CoupletRequest, shape_answer
+from chunlian.engine import Engine, check_couplet, s2t
+from chunlian.server.errors import (
+    ALTERNATIVES_422,
+    BUSY_503,
+    CHECK_422,
+    COUPLETS_422,
+    FILL_422,
+    HORIZONTAL_422,
+    ready_engine,
+    responses,
+)
+from chunlian.server.schemas import (
+    AlternativesAnswer,
+    AlternativesRequest,
+    CheckAnswer,
+    CheckRequest,
+    CoupletAnswer,
+    CoupletRequest,
+    FillRequest,
+    HorizontalAnswer,
+    HorizontalRequest,
+    shape_answer,
+)
 
 DISCONNECT_POLL_S = 0.1  # how often a waiting request looks whether its client is still there
 
@@ -75,3 +95,54 @@ def add_routes(app: FastAPI, state: dict) -> None:
         ),
     ):
         return Engine.year(year).to_dict()
+
+    # -- writing together ---------------------------------------------------------------------------------------
+
+    @app.post(
+        "/api/v1/couplets/fill",
+        response_model=CoupletAnswer,
+        response_model_exclude_unset=True,
+        responses=responses(FILL_422, BUSY_503)
+        | {200: {"description": "the couplet with its open places written, best first (mode fill)"}},
+    )
+    async def fill(req: FillRequest, request: Request):
+        """Keep what you like, rewrite the rest: the places marked _ are written under every rule, the kept
+        characters stay (a rule only they break is named in the notice). A whole 上联 kept and the 下联 open is
+        换下联; with ``avoid`` (the couplet shown) the new lines differ from it."""
+        eng = ready_engine(state)
+        avoid = (req.avoid.upper, req.avoid.lower) if req.avoid else None
+        fut = eng.submit_fill(req.upper, req.lower, req.count, req.seed, req.tones, req.script, req.year, avoid)
+        ans = await _await(fut, eng, request)
+        if ans is None:
+            return Response(status_code=499)
+        return shape_answer(ans, req.detail, req.layout)
+
+    @app.post(
+        "/api/v1/alternatives",
+        response_model=AlternativesAnswer,
+        responses=responses(ALTERNATIVES_422, BUSY_503),
+    )
+    async def alternatives(req: AlternativesRequest, request: Request):
+        """Other characters for one place of the couplet, ranked by the model: each keeps every hard rule the
+        couplet keeps (tones at the line's end, no 重字, the year, no character a 春联 avoids)."""
+        eng = ready_engine(state)
+        fut = eng.submit_alternatives(req.upper, req.lower, req.side, req.index, req.tones, req.year, req.count)
+        ans = await _await(fut, eng, request)
+        if ans is None:
+            return Response(status_code=499)
+        if req.script == "traditional":
+            convert = s2t().convert
+            ans = ans | {"current": ans["current"] | {"char": convert(ans["current"]["char"])}}
+            ans["alternatives"] = [a | {"char": convert(a["char"])} for a in ans["alternatives"]]
+        return ans
+
+    @app.post(
+        "/api/v1/horizontal",
+        response_model=HorizontalAnswer,
+        responses=responses(HORIZONTAL_422, "the model still warming up (code not_ready) or shutting down"),
+    )
+    def horizontal(req: HorizontalRequest):
+        """Another 横批 for the couplet, other than ``current``; the lines stay as they are."""
+        eng = ready_engine(state)
+        words = "".join(req.keywords or [])
+        return eng.horizontal(req.upper, req.lower, req.current or "", words, req.seed, req.script, req.year)

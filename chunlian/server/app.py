@@ -59,7 +59,7 @@ def create_app(engine: Engine | None = None, settings: Settings | None = None) -
     _add_error_handlers(app, state)
     health.add_routes(app, state)
     api.add_routes(app, state)
-    prints.add_routes(app, state)
+    prints.add_routes(app, state, settings)
     page.add_routes(app, settings)
     return app
 

@@ -34,6 +34,17 @@ WELL_FORMED_REFUSALS = {
         "no_couplet",
     ),
     "/api/v1/couplets/image.png": ("unequal",),
+    "/api/v1/couplets/print.pdf": ("unequal",),
+    "/api/v1/couplets/fill": (
+        "unknown_char",
+        "unequal",
+        "bad_punctuation",
+        "nothing_locked",
+        "nothing_open",
+        "no_couplet",
+    ),
+    "/api/v1/alternatives": ("unknown_char", "bad_index"),
+    "/api/v1/share": ("unequal",),
 }
 BAD_LINE = CoupletError(
     "bad_line",
@@ -157,6 +168,24 @@ CHECK_422 = "malformed (code bad_line, not_chinese, …, or bad_request); broken
 IMAGE_422 = (
     "malformed (code bad_line, bad_horizontal, not_chinese, …, or bad_request), or lines of unequal length "
     f"(code {refusals_of('/api/v1/couplets/image.png')})"
+)
+FILL_422 = (
+    "malformed (code bad_request, not_chinese, …), or well formed but not writable: a kept character the model does "
+    "not know, lines of unequal length or with punctuation at different places, nothing kept or nothing open, or no "
+    f"couplet keeping those characters (code {refusals_of('/api/v1/couplets/fill')})"
+)
+ALTERNATIVES_422 = (
+    "malformed (code bad_line, not_chinese, …, or bad_request), or a character the model does not know, or an index "
+    f"past the line's end or at its punctuation (code {refusals_of('/api/v1/alternatives')})"
+)
+HORIZONTAL_422 = "malformed (code bad_line, bad_horizontal, bad_keyword, not_chinese, …, or bad_request)"
+PDF_422 = (
+    "malformed (code bad_line, bad_horizontal, not_chinese, …, or bad_request), or lines of unequal length "
+    f"(code {refusals_of('/api/v1/couplets/print.pdf')})"
+)
+SHARE_422 = (
+    "malformed (code bad_line, bad_horizontal, not_chinese, …, or bad_request), or lines of unequal length "
+    f"(code {refusals_of('/api/v1/share')})"
 )
 BUSY_503 = (
     "too many requests queued (code overloaded), one that ran past request_timeout_s (code timeout), "

@@ -124,6 +124,121 @@ class CheckRequest(BaseModel):
     tones: Literal["xin", "pingshui"] = "xin"
 
 
+# -- writing together: fill the open places, other characters for one place, another 横批 ----------------------
+
+BLANKS = "_＿□○*＊"  # an open place of a fill pattern (decoding.together.BLANKS)
+PATTERN_LINE = (
+    rf"^[{_WS}]*[{HAN}{BLANKS}](?:[{_PUNCT}]?[{HAN}{BLANKS}]){{{inputs.MIN_LINE - 1},{inputs.MAX_LINE - 1}}}"
+    rf"[{_WS}{_STOP}]*$"
+)
+PATTERN_DOC = (
+    f"the line with an _ (or ＿ □ ○ *) at each place to write and the characters to keep at theirs: {LINE_DOC}"
+)
+Pattern = Annotated[str, StringConstraints(pattern=PATTERN_LINE, max_length=inputs.MAX_LINE)]
+
+
+class Shown(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+    upper: Line
+    lower: Line
+
+
+class FillRequest(BaseModel):
+    """Keep some characters (a phrase, a whole line) and let chunlian write the places marked _."""
+
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "upper": "春回大地千山秀",
+                    "lower": "_______",
+                    "avoid": {"upper": "春回大地千山秀", "lower": "福满人间万户欢"},
+                },
+                {"upper": "__如意___", "lower": "_______"},
+            ]
+        },
+    )
+    upper: Pattern = Field(..., description=PATTERN_DOC)
+    lower: Pattern = Field(..., description=PATTERN_DOC + "; as long as upper, punctuation at the same places")
+    avoid: Shown | None = Field(
+        None, description="the couplet shown before: what is written differs from it (换下联 keeps the 上联)"
+    )
+    count: Annotated[int, Integral] = Field(3, ge=1, le=MAX_COUNT)
+    seed: Annotated[int | None, Integral] = Field(None, ge=0, le=2**31 - 1)
+    tones: Literal["xin", "pingshui"] = "xin"
+    script: Literal["simplified", "traditional"] = "simplified"
+    year: Annotated[int | None, Integral] = Field(None, ge=calendar.MIN_YEAR, le=calendar.MAX_YEAR)
+    layout: Layout = Field("traditional", description=LAYOUT_DOC + " (echoed in the answer for the page and PNG)")
+    detail: Detail = Field("compact", description=DETAIL_DOC)
+
+
+class AlternativesRequest(BaseModel):
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"upper": "春回大地千山秀", "lower": "福满人间万户欢", "side": "lower", "index": 6}]
+        },
+    )
+    upper: Line = Field(..., description=LINE_DOC)
+    lower: Line = Field(..., description=LINE_DOC)
+    side: Literal["upper", "lower"] = Field(..., description="the line of the character to change")
+    index: Annotated[int, Integral] = Field(
+        ..., ge=0, le=inputs.MAX_LINE - 1, description="its place in that line, from 0 (punctuation counts)"
+    )
+    count: Annotated[int, Integral] = Field(12, ge=1, le=24)
+    tones: Literal["xin", "pingshui"] = "xin"
+    script: Literal["simplified", "traditional"] = Field("simplified", description="of the characters answered")
+    year: Annotated[int | None, Integral] = Field(None, ge=calendar.MIN_YEAR, le=calendar.MAX_YEAR)
+
+
+class Alternative(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    char: str
+    score: float = Field(description="the model's mean log-probability per character of the couplet with it")
+    tone: str = Field(description="平, 仄 or 中 (either reading)")
+
+
+class Current(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    char: str
+    score: float
+
+
+class AlternativesAnswer(BaseModel):
+    """Other characters for one place, best first; each keeps every hard rule the couplet keeps."""
+
+    model_config = ConfigDict(extra="forbid")
+    side: Literal["upper", "lower"]
+    index: int
+    current: Current
+    alternatives: list[Alternative] = Field(description="may be fewer than count, or none, where few fit")
+
+
+class HorizontalRequest(BaseModel):
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        json_schema_extra={"examples": [{"upper": "春回大地千山秀", "lower": "福满人间万户欢", "current": "万象更新"}]},
+    )
+    upper: Line = Field(..., description=LINE_DOC)
+    lower: Line = Field(..., description=LINE_DOC)
+    current: Annotated[str, StringConstraints(pattern=HORIZONTAL_PATTERN, max_length=16)] | None = Field(
+        None, description="the 横批 shown now: the answer differs from it"
+    )
+    keywords: list[Keyword] | None = Field(None, max_length=inputs.MAX_KEYWORDS, description="wish words to echo")
+    seed: Annotated[int, Integral] = Field(0, ge=0, le=2**31 - 1, description="another seed, another choice")
+    script: Literal["simplified", "traditional"] = "simplified"
+    year: Annotated[int | None, Integral] = Field(None, ge=calendar.MIN_YEAR, le=calendar.MAX_YEAR)
+
+
+class HorizontalAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    horizontal: str = Field(description="横批, four characters")
+
+
 # -- what POST /api/v1/couplets answers: one shape per ``detail``, each exact (no other field) ------------------
 
 
@@ -194,7 +309,9 @@ class _AnswerFields(BaseModel):
     """Beside the best couplet (its fields at the top level) and ``couplets``: about the request and its year."""
 
     model_config = ConfigDict(extra="forbid")
-    mode: Literal["write", "match", "reverse"] = Field(description="reverse: the given line was a 下联")
+    mode: Literal["write", "match", "reverse", "fill"] = Field(
+        description="reverse: the given line was a 下联; fill: the open places of a couplet a person partly kept"
+    )
     notice: str | None = Field(description="names characters of the person's own line a 春联 avoids")
     year: YearInfo
     script: Literal["simplified", "traditional"]
@@ -229,6 +346,21 @@ CoupletAnswer = Annotated[
         lambda v: "full" if ("checks" in v if isinstance(v, dict) else isinstance(v, FullAnswer)) else "compact"
     ),
 ]
+
+
+class ShareAnswer(BaseModel):
+    """A couplet's own page for a phone: its address and the QR code that opens it."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(description="the couplet itself, signed: /c/<id> redraws it on any replica, after a restart")
+    url: str = Field(description="the page's address: public_url when set, else the address this was asked at")
+    qr_svg: str = Field(description="the QR code of url, as an SVG data URI (an <img> src)")
+    reachable: bool = Field(
+        description="false when url is a loopback address (127.0.0.1, localhost) that a phone cannot open: "
+        "serve on the LAN (--host 0.0.0.0) and set --public-url"
+    )
+
+
 COMPACT_FIELDS = ("upper", "lower", "horizontal", "tones", "score")
 ANSWER_FIELDS = tuple(f for f in _AnswerFields.model_fields if f != "layout")
 

@@ -14,6 +14,9 @@
     modern: "贴法：面对大门，上联贴左，下联贴右，横批从左往右读",
   };
   const state = { request: null, shown: null, seed: null, busy: false };
+  // writing together: the characters kept ("upper:3"), the one picked on the gate, a seed for each rewrite
+  const together = { locks: new Set(), picked: null, seed: 0 };
+  const PUNCT = /[，；、,;]/;
   if (kiosk) root.classList.add("kiosk");
 
   // ------------------------------------------------------------------ reading the form
@@ -60,15 +63,19 @@
   }
 
   // ------------------------------------------------------------------ talking to the server
-  async function ask(req, seed) {
+  function ask(req, seed) {
+    return post("/api/v1/couplets", seed == null ? req : { ...req, seed });
+  }
+
+  async function post(path, body) {
     const ctl = new AbortController();
     const timer = setTimeout(() => ctl.abort(), TIMEOUT_MS);
     let r;
     try {
-      r = await fetch("/api/v1/couplets", {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify(seed == null ? req : { ...req, seed }),
+      r = await fetch(path, {
+        method: body === undefined ? "GET" : "POST",
+        headers: body === undefined ? {} : { "Content-Type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
         signal: ctl.signal,
       });
     } catch (e) {
@@ -99,24 +106,54 @@
     });
   }
 
-  function imageUrl(c) {
-    const p = new URLSearchParams({
+  const script = () => (state.request && state.request.script) || radio("script");
+
+  // the couplet and its look, as the PNG, the PDFs and the share link take them
+  function drawn(c) {
+    return new URLSearchParams({
       upper: c.upper, lower: c.lower, horizontal: c.horizontal,
       ink: gate.classList.contains("gold-ink") ? "gold" : "black",
-      script: (state.request && state.request.script) || "simplified",
+      script: script(),
       layout: gate.dataset.layout,
     });
-    return `/api/v1/couplets/image.png?${p}`;
+  }
+  const imageUrl = (c) => `/api/v1/couplets/image.png?${drawn(c)}`;
+  const pdfUrl = (c, size) => `/api/v1/couplets/print.pdf?${drawn(c)}&size=${size}`;
+
+  function takeHome(c) {
+    $("download").href = imageUrl(c);
+    $("download").download = `春联-${c.horizontal}.png`;
+    $("pdf-a4").href = pdfUrl(c, "a4");
+    $("pdf-shop").href = pdfUrl(c, "shop");
+    const asked = (takeHome.n = (takeHome.n || 0) + 1);
+    post(`/api/v1/share?${drawn(c)}`).then((d) => {
+      if (asked !== takeHome.n) return; // a newer couplet is shown already
+      $("qr").src = d.qr_svg;
+      $("qr").dataset.url = d.url;
+      $("qr-hint").hidden = d.reachable;
+      $("take").hidden = false;
+    }).catch(() => { $("take").hidden = true; });
   }
 
-  function show(c) {
+  // keep: the characters kept stay marked (a rewrite keeps them at their places); otherwise a new couplet
+  function show(c, keep = false) {
     state.shown = c;
+    if (!keep) together.locks.clear();
     fill($("upper"), c.upper, c.tones && c.tones.upper);
     fill($("lower"), c.lower, c.tones && c.tones.lower);
     fill($("horizontal"), c.horizontal);
+    for (const side of ["upper", "lower"]) {
+      [...$(side).children].forEach((s, i) => {
+        s.tabIndex = 0;
+        s.setAttribute("role", "button");
+        s.setAttribute("aria-label", `${side === "upper" ? "上联" : "下联"}第${i + 1}字「${s.textContent}」`);
+        s.classList.toggle("locked", together.locks.has(`${side}:${i}`));
+      });
+    }
     gate.style.setProperty("--n", String([...c.upper].length));
-    $("download").href = imageUrl(c);
-    $("download").download = `春联-${c.horizontal}.png`;
+    takeHome(c);
+    unpick();
+    if (!keep) $("notice").textContent = "";
     setStatus("");
     gate.classList.add("written");
     $("actions").hidden = false;
@@ -172,6 +209,146 @@
     }
   }
 
+  // ------------------------------------------------------------------ writing together
+  function unpick() {
+    together.picked = null;
+    document.querySelectorAll(".ch.picked").forEach((s) => s.classList.remove("picked"));
+    $("picked").hidden = true;
+  }
+
+  async function pick(side, index) {
+    const c = state.shown;
+    if (!c) return;
+    unpick();
+    together.picked = { side, index };
+    const span = $(side).children[index];
+    span.classList.add("picked");
+    const ch = span.textContent;
+    $("picked").hidden = false;
+    if (matchMedia("(max-width: 760px)").matches) $("picked").scrollIntoView({ block: "nearest" });
+    $("picked-what").textContent = `${side === "upper" ? "上联" : "下联"}第${index + 1}字「${ch}」可换成：`;
+    $("lock").setAttribute("aria-pressed", String(together.locks.has(`${side}:${index}`)));
+    $("alts").replaceChildren();
+    try {
+      const d = await post("/api/v1/alternatives", {
+        upper: c.upper, lower: c.lower, side, index, count: 12, tones: radio("tones"), script: script(),
+      });
+      if (!together.picked || together.picked.side !== side || together.picked.index !== index || state.shown !== c) return;
+      for (const a of d.alternatives) {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.textContent = a.char;
+        b.dataset.tone = a.tone;
+        b.setAttribute("aria-label", `换成「${a.char}」（${a.tone}）`);
+        b.addEventListener("click", () => choose(side, index, a.char));
+        $("alts").append(b);
+      }
+      if (!d.alternatives.length) $("picked-what").textContent += "没有守住全部规矩的字 / none keeps every rule";
+    } catch (e) {
+      flash(e.message);
+    }
+  }
+
+  // a character a person picks is theirs: it is kept (locked), and the rules are read again at once
+  async function choose(side, index, ch) {
+    const c = { ...state.shown };
+    const chars = [...c[side]];
+    chars[index] = ch;
+    c[side] = chars.join("");
+    together.locks.add(`${side}:${index}`);
+    await recheck(c);
+    pick(side, index);
+  }
+
+  async function recheck(c) {
+    try {
+      const r = await post("/api/v1/check", { upper: c.upper, lower: c.lower, tones: radio("tones") });
+      const broken = r.rules.filter((x) => x.hard && !x.passed).map((x) => x.message);
+      show({ ...c, tones: r.tones, hard_ok: r.hard_ok }, true);
+      $("notice").textContent = broken.length
+        ? `不合规矩：${broken.join("；")}。这是您的选择，照录不改 / a rule is broken; kept as you chose`
+        : "";
+    } catch (e) {
+      flash(e.message);
+    }
+  }
+
+  function toggleLock() {
+    const p = together.picked;
+    if (!p) return;
+    const k = `${p.side}:${p.index}`;
+    if (together.locks.has(k)) together.locks.delete(k);
+    else together.locks.add(k);
+    $(p.side).children[p.index].classList.toggle("locked", together.locks.has(k));
+    $("lock").setAttribute("aria-pressed", String(together.locks.has(k)));
+  }
+
+  // the line with _ at every place not kept (punctuation stays)
+  function pattern(side, keepAll = false) {
+    return [...state.shown[side]]
+      .map((ch, i) => (PUNCT.test(ch) || keepAll || together.locks.has(`${side}:${i}`) ? ch : "_"))
+      .join("");
+  }
+
+  async function rewrite(upper, lower) {
+    if (state.busy || !state.shown) return;
+    const c = state.shown;
+    busy(true);
+    together.seed += 1;
+    try {
+      const d = await post("/api/v1/couplets/fill", {
+        upper, lower, avoid: { upper: c.upper, lower: c.lower }, seed: together.seed, count: 3,
+        tones: radio("tones"), script: script(),
+      });
+      const n = d.couplets.find((x) => !same(x, c)) || d.couplets[0];
+      gate.classList.remove("written");
+      void gate.offsetWidth;
+      show(n, true);
+      $("notice").textContent = d.notice || "";
+    } catch (e) {
+      flash(e.message);
+    } finally {
+      busy(false);
+    }
+  }
+
+  function newLower() {
+    if (!state.shown) return;
+    const lower = pattern("lower");
+    if (!lower.includes("_")) return flash("下联的字都锁定了 / every character of the lower line is kept");
+    rewrite(pattern("upper", true), lower);
+  }
+
+  function rewriteOpen() {
+    if (!state.shown) return;
+    if (!together.locks.size) return flash("先点字、锁定要保留的字 / tap and lock the characters to keep first");
+    rewrite(pattern("upper"), pattern("lower"));
+  }
+
+  async function newHorizontal() {
+    const c = state.shown;
+    if (!c || state.busy) return;
+    together.seed += 1;
+    try {
+      const d = await post("/api/v1/horizontal", {
+        upper: c.upper, lower: c.lower, current: c.horizontal, seed: together.seed, script: script(),
+        ...(state.request && state.request.keywords ? { keywords: state.request.keywords } : {}),
+      });
+      show({ ...c, horizontal: d.horizontal }, true);
+    } catch (e) {
+      flash(e.message);
+    }
+  }
+
+  function onChar(ev) {
+    const s = ev.target.closest(".ch");
+    if (!s || !gate.classList.contains("written") || state.busy) return;
+    if (ev.type === "keydown" && ev.key !== "Enter" && ev.key !== " ") return;
+    ev.preventDefault();
+    const el = s.parentElement;
+    pick(el.id, [...el.children].indexOf(s));
+  }
+
   function closeGate() {
     gate.classList.remove("open", "written");
     $("actions").hidden = true;
@@ -200,13 +377,13 @@
   // drawing changes (gate.css); the couplet stays in reading order in the document.
   function syncLayout() {
     gate.dataset.layout = radio("layout");
-    if (state.shown) $("download").href = imageUrl(state.shown);
+    if (state.shown) takeHome(state.shown);
   }
 
   function toggle(btn, cls) {
     const on = gate.classList.toggle(cls);
     btn.setAttribute("aria-pressed", String(on));
-    if (state.shown) $("download").href = imageUrl(state.shown);
+    if (state.shown) takeHome(state.shown);
   }
 
   // ------------------------------------------------------------------ small helpers
@@ -221,7 +398,7 @@
   function busy(on) {
     state.busy = on;
     $("open").setAttribute("aria-busy", String(on));
-    $("again").disabled = on;
+    for (const id of ["again", "new-lower", "rewrite", "new-horizontal"]) $(id).disabled = on;
   }
   function showError(msg) { $("error").textContent = msg; }
   function setStatus(msg) { $("status").textContent = msg; }
@@ -243,6 +420,8 @@
       $(id).setAttribute("aria-pressed", "false");
     }
     state.request = state.shown = null;
+    together.locks.clear();
+    $("take").hidden = true;
   }
 
   async function loadYear() {
@@ -269,6 +448,14 @@
   $("copy").addEventListener("click", copy);
   $("print").addEventListener("click", () => window.print());
   $("close").addEventListener("click", closeGate);
+  for (const side of ["upper", "lower"]) {
+    $(side).addEventListener("click", onChar);
+    $(side).addEventListener("keydown", onChar);
+  }
+  $("lock").addEventListener("click", toggleLock);
+  $("new-lower").addEventListener("click", newLower);
+  $("rewrite").addEventListener("click", rewriteOpen);
+  $("new-horizontal").addEventListener("click", newHorizontal);
   document.querySelectorAll('input[name="layout"]').forEach((r) => r.addEventListener("change", syncLayout));
   syncLayout(); // a restored form may hold the modern choice
   loadYear();
