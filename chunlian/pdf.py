@@ -151,8 +151,9 @@ def _cache_dir() -> str:
     return tempfile.mkdtemp(prefix="chunlian-fonts-")
 
 
-def _draw(doc: _Doc, p: Piece, x0: float, y0: float, ink: tuple, paper: str, fu: str) -> None:
-    """The piece with its top left corner at (x0, y0)."""
+def _draw(doc: _Doc, p: Piece, x0: float, y0: float, ink: tuple, paper: str, fu: str, view=None) -> None:
+    """The piece with its top left corner at (x0, y0); with ``view`` (x, y, w, h: an A4 tile's printable room),
+    only the characters that reach into it (a tile page carries no glyph it does not show)."""
     if p.kind == "fu":
         d = p.w
         diamond = [(x0 + d / 2, y0), (x0 + d, y0 + d / 2), (x0 + d / 2, y0 + d), (x0, y0 + d / 2)]
@@ -186,14 +187,20 @@ def _draw(doc: _Doc, p: Piece, x0: float, y0: float, ink: tuple, paper: str, fu:
         pad = w * 0.4
         cell = (h - 2 * pad) / n
         size = min(w * 0.72, cell * 0.86)
-        for i, ch in enumerate(p.text):
-            doc.glyph(ch, x0 + w / 2, y0 + pad + (i + 0.5) * cell, size, ink)
+        places = [(x0 + w / 2, y0 + pad + (i + 0.5) * cell) for i in range(n)]
     else:  # the 横批: ``text`` is already in the order it is written, left to right on the paper
         pad = h * 0.4
         cell = (w - 2 * pad) / n
         size = min(h * 0.72, cell * 0.86)
-        for i, ch in enumerate(p.text):
-            doc.glyph(ch, x0 + pad + (i + 0.5) * cell, y0 + h / 2, size, ink)
+        places = [(x0 + pad + (i + 0.5) * cell, y0 + h / 2) for i in range(n)]
+    for ch, (cx, cy) in zip(p.text, places):
+        if view is None or _meets(view, cx - size / 2, cy - size / 2, size, size):
+            doc.glyph(ch, cx, cy, size, ink)
+
+
+def _meets(view, x: float, y: float, w: float, h: float) -> bool:
+    vx, vy, vw, vh = view
+    return x < vx + vw and vx < x + w and y < vy + vh and vy < y + h
 
 
 def _crop_marks(doc: _Doc, x0: float, y0: float, w: float, h: float) -> None:
@@ -240,7 +247,7 @@ def _tiled(doc: _Doc, p: Piece, ink: tuple, paper: str, fu: str) -> None:
             ox, oy = MARGIN - c * step_x, MARGIN - r * step_y  # the piece's corner on this page
             vis_w, vis_h = min(rw, p.w - c * step_x), min(rh, p.h - r * step_y)
             with doc.rect_clip(MARGIN, MARGIN, vis_w, vis_h):
-                _draw(doc, p, ox, oy, ink, paper, fu)
+                _draw(doc, p, ox, oy, ink, paper, fu, view=(MARGIN, MARGIN, vis_w, vis_h))
             # crosses in the band this page shares with the next one (right, below): the same piece points
             # as on that page's leading band, so the two sheets line up cross on cross
             if c + 1 < cols:

@@ -47,6 +47,7 @@ def _faces() -> list[tuple[str, list[tuple[int, int]]]]:
     return faces
 
 
+@lru_cache(maxsize=16384)
 def face_for(ch: str, family: str = "") -> str | None:
     """The font file that draws ``ch``, as the browser would pick it; None when no bundled font has it.
     ``family`` (a folder of fonts/, such as noto-serif-sc) puts that family first."""
