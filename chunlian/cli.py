@@ -288,6 +288,7 @@ def cmd_serve(args) -> None:
         "redis_url",
         "threads",
         "kiosk_idle_s",
+        "public_url",
     ]
     given = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
     if args.kiosk:
@@ -475,6 +476,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--redis-url", default=None, help="redis://host:port/db: a result cache shared by replicas")
     s.add_argument("--kiosk", action="store_true", help="kiosk page: fullscreen, touch-sized, resets after idle")
     s.add_argument("--kiosk-idle-s", type=float, default=None, help="kiosk: seconds untouched before reset (60)")
+    s.add_argument(
+        "--public-url",
+        default=None,
+        help="the address phones reach this server at (http://192.168.1.20:8000), for the share QR codes; the key "
+        "that signs share links comes from the environment only: CHUNLIAN_SHARE_KEY",
+    )
     s.set_defaults(func=cmd_serve)
 
     y = sub.add_parser("year", help="干支 and 生肖 of the coming Spring Festival")

@@ -222,6 +222,17 @@ def _cross(doc: _Doc, x: float, y: float) -> None:
     doc.line(x, y - 4.5, x, y + 4.5)
 
 
+def _covers(p: Piece, x: float, y: float, w: float, h: float) -> bool:
+    """Whether the piece has paper in the rectangle (x, y, w, h) of its own box: a tile of the 福 diamond's
+    bounding square that holds only a corner of white is not printed."""
+    if p.kind != "fu":
+        return True
+    c = p.w / 2  # the diamond is |x - c| + |y - c| <= c; the rectangle's nearest point to its centre
+    dx = max(x - c, 0.0, c - (x + w))
+    dy = max(y - c, 0.0, c - (y + h))
+    return dx + dy < c
+
+
 def _tiles(w: float, h: float) -> tuple[tuple[float, float], int, int]:
     """The A4 orientation that needs the fewest pages for a w × h piece, and its columns and rows."""
 
@@ -240,42 +251,41 @@ def _tiled(doc: _Doc, p: Piece, ink: tuple, paper: str, fu: str) -> None:
     (pw, ph), cols, rows = _tiles(p.w, p.h)
     rw, rh = pw - 2 * MARGIN, ph - 2 * MARGIN  # the printable room of a page
     step_x, step_y = rw - OVERLAP, rh - OVERLAP
-    total = cols * rows
-    for r in range(rows):
-        for c in range(cols):
-            doc.add_page(format=(pw, ph))
-            ox, oy = MARGIN - c * step_x, MARGIN - r * step_y  # the piece's corner on this page
-            vis_w, vis_h = min(rw, p.w - c * step_x), min(rh, p.h - r * step_y)
-            with doc.rect_clip(MARGIN, MARGIN, vis_w, vis_h):
-                _draw(doc, p, ox, oy, ink, paper, fu, view=(MARGIN, MARGIN, vis_w, vis_h))
-            # crosses in the band this page shares with the next one (right, below): the same piece points
-            # as on that page's leading band, so the two sheets line up cross on cross
-            if c + 1 < cols:
-                bx = MARGIN + rw - OVERLAP / 2
-                for f in (0.25, 0.75):
-                    _cross(doc, bx, MARGIN + vis_h * f)
-            if r + 1 < rows:
-                by = MARGIN + rh - OVERLAP / 2
-                for f in (0.25, 0.75):
-                    _cross(doc, MARGIN + vis_w * f, by)
-            if c > 0:
-                for f in (0.25, 0.75):
-                    _cross(doc, MARGIN + OVERLAP / 2, MARGIN + vis_h * f)
-            if r > 0:
-                for f in (0.25, 0.75):
-                    _cross(doc, MARGIN + vis_w * f, MARGIN + OVERLAP / 2)
-            doc.set_draw_color(*MARK)
-            doc.set_line_width(0.3)
-            doc.set_dash_pattern(dash=2.5, gap=1.5)
-            if c > 0:  # cut here, then lay this edge on the page to the left, crosses on crosses
-                doc.line(MARGIN, MARGIN - 4, MARGIN, MARGIN + vis_h + 4)
-            if r > 0:
-                doc.line(MARGIN - 4, MARGIN, MARGIN + vis_w + 4, MARGIN)
-            doc.set_dash_pattern()
-            n = r * cols + c + 1
-            where = f"第{r + 1}行第{c + 1}列" if cols > 1 and rows > 1 else ""
-            how = "沿虚线剪开，十字对准前一张，压在上面粘好" if (c or r) else "第一张：放在最前"
-            doc.label(f"{p.label} {p.size_text()} - 第{n}/{total}张 {where} - {how}", MARGIN, ph - MARGIN / 2 - 1, 8)
+    tiles = [(r, c) for r in range(rows) for c in range(cols) if _covers(p, c * step_x, r * step_y, rw, rh)]
+    total = len(tiles)
+    for n, (r, c) in enumerate(tiles, 1):
+        doc.add_page(format=(pw, ph))
+        ox, oy = MARGIN - c * step_x, MARGIN - r * step_y  # the piece's corner on this page
+        vis_w, vis_h = min(rw, p.w - c * step_x), min(rh, p.h - r * step_y)
+        with doc.rect_clip(MARGIN, MARGIN, vis_w, vis_h):
+            _draw(doc, p, ox, oy, ink, paper, fu, view=(MARGIN, MARGIN, vis_w, vis_h))
+        # crosses in the band this page shares with the next one (right, below): the same piece points
+        # as on that page's leading band, so the two sheets line up cross on cross
+        if c + 1 < cols:
+            bx = MARGIN + rw - OVERLAP / 2
+            for f in (0.25, 0.75):
+                _cross(doc, bx, MARGIN + vis_h * f)
+        if r + 1 < rows:
+            by = MARGIN + rh - OVERLAP / 2
+            for f in (0.25, 0.75):
+                _cross(doc, MARGIN + vis_w * f, by)
+        if c > 0:
+            for f in (0.25, 0.75):
+                _cross(doc, MARGIN + OVERLAP / 2, MARGIN + vis_h * f)
+        if r > 0:
+            for f in (0.25, 0.75):
+                _cross(doc, MARGIN + vis_w * f, MARGIN + OVERLAP / 2)
+        doc.set_draw_color(*MARK)
+        doc.set_line_width(0.3)
+        doc.set_dash_pattern(dash=2.5, gap=1.5)
+        if c > 0:  # cut here, then lay this edge on the page to the left, crosses on crosses
+            doc.line(MARGIN, MARGIN - 4, MARGIN, MARGIN + vis_h + 4)
+        if r > 0:
+            doc.line(MARGIN - 4, MARGIN, MARGIN + vis_w + 4, MARGIN)
+        doc.set_dash_pattern()
+        where = f"第{r + 1}行第{c + 1}列" if cols > 1 and rows > 1 else ""
+        how = "沿虚线剪开，十字对准前一张，压在上面粘好" if (c or r) else "第一张：放在最前"
+        doc.label(f"{p.label} {p.size_text()} - 第{n}/{total}张 {where} - {how}", MARGIN, ph - MARGIN / 2 - 1, 8)
 
 
 def render(
