@@ -23,8 +23,6 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from fpdf import FPDF
-
 from chunlian import poster
 from chunlian.decoding.inputs import MAX_LINE
 from chunlian.errors import CoupletError
@@ -92,46 +90,53 @@ def pieces(upper: str, lower: str, horizontal: str, layout: str, fu: str) -> lis
     return out
 
 
-class _Doc(FPDF):
-    """fpdf2 with the bundled fonts registered on demand, one family per woff2 file."""
+@lru_cache(maxsize=1)
+def _doc_class():
+    """fpdf2 (and fontTools under it) is imported on the first PDF, not with the server: 29 MiB it need not hold."""
+    from fpdf import FPDF
 
-    def __init__(self):
-        super().__init__(unit="mm")
-        self.set_auto_page_break(False)
-        self.set_margin(0)
-        self.set_creator("chunlian")
-        self._families: dict[str, str] = {}
+    class Doc(FPDF):
+        """fpdf2 with the bundled fonts registered on demand, one family per woff2 file."""
 
-    def use_face(self, ch: str, family: str, size_pt: float) -> bool:
-        path = poster.face_for(ch, family)
-        if path is None:
-            return False
-        if path not in self._families:
-            name = f"f{len(self._families)}"
-            self.add_font(name, fname=str(_truetype(path)))
-            self._families[path] = name
-        self.set_font(self._families[path], size=size_pt)
-        return True
+        def __init__(self):
+            super().__init__(unit="mm")
+            self.set_auto_page_break(False)
+            self.set_margin(0)
+            self.set_creator("chunlian")
+            self._families: dict[str, str] = {}
 
-    def glyph(self, ch: str, cx: float, cy: float, size: float, ink: tuple, family: str = "") -> None:
-        """One character of ``size`` mm, centred on (cx, cy)."""
-        if not self.use_face(ch, family, size / 0.3528):
-            return
-        self.set_text_color(*ink)
-        w = self.get_string_width(ch)
-        # the em box's centre sits about 0.35 em above the baseline in these CJK faces
-        self.text(cx - w / 2, cy + size * 0.35, ch)
+        def use_face(self, ch: str, family: str, size_pt: float) -> bool:
+            path = poster.face_for(ch, family)
+            if path is None:
+                return False
+            if path not in self._families:
+                name = f"f{len(self._families)}"
+                self.add_font(name, fname=str(_truetype(path)))
+                self._families[path] = name
+            self.set_font(self._families[path], size=size_pt)
+            return True
 
-    def label(self, text: str, x: float, y: float, size_pt: float = 9) -> None:
-        """A line of small print from (x, y), in the bundled faces only (a print shop wants every font
-        embedded: no PDF base font), the serif first; a space advances without a glyph."""
-        self.set_text_color(*MARK)
-        for ch in text:
-            if ch == " " or not self.use_face(ch, LABEL_FACE, size_pt):
-                x += size_pt * 0.3528 * 0.35
-                continue
-            self.text(x, y, ch)
-            x += self.get_string_width(ch)
+        def glyph(self, ch: str, cx: float, cy: float, size: float, ink: tuple, family: str = "") -> None:
+            """One character of ``size`` mm, centred on (cx, cy)."""
+            if not self.use_face(ch, family, size / 0.3528):
+                return
+            self.set_text_color(*ink)
+            w = self.get_string_width(ch)
+            # the em box's centre sits about 0.35 em above the baseline in these CJK faces
+            self.text(cx - w / 2, cy + size * 0.35, ch)
+
+        def label(self, text: str, x: float, y: float, size_pt: float = 9) -> None:
+            """A line of small print from (x, y), in the bundled faces only (a print shop wants every font
+            embedded: no PDF base font), the serif first; a space advances without a glyph."""
+            self.set_text_color(*MARK)
+            for ch in text:
+                if ch == " " or not self.use_face(ch, LABEL_FACE, size_pt):
+                    x += size_pt * 0.3528 * 0.35
+                    continue
+                self.text(x, y, ch)
+                x += self.get_string_width(ch)
+
+    return Doc
 
 
 @lru_cache(maxsize=256)
@@ -151,7 +156,7 @@ def _cache_dir() -> str:
     return tempfile.mkdtemp(prefix="chunlian-fonts-")
 
 
-def _draw(doc: _Doc, p: Piece, x0: float, y0: float, ink: tuple, paper: str, fu: str, view=None) -> None:
+def _draw(doc, p: Piece, x0: float, y0: float, ink: tuple, paper: str, fu: str, view=None) -> None:
     """The piece with its top left corner at (x0, y0); with ``view`` (x, y, w, h: an A4 tile's printable room),
     only the characters that reach into it (a tile page carries no glyph it does not show)."""
     if p.kind == "fu":
@@ -203,7 +208,7 @@ def _meets(view, x: float, y: float, w: float, h: float) -> bool:
     return x < vx + vw and vx < x + w and y < vy + vh and vy < y + h
 
 
-def _crop_marks(doc: _Doc, x0: float, y0: float, w: float, h: float) -> None:
+def _crop_marks(doc, x0: float, y0: float, w: float, h: float) -> None:
     doc.set_draw_color(*MARK)
     doc.set_line_width(0.25)
     gap, length = 3.0, 9.0
@@ -212,7 +217,7 @@ def _crop_marks(doc: _Doc, x0: float, y0: float, w: float, h: float) -> None:
         doc.line(x, y + sy * gap, x, y + sy * (gap + length))
 
 
-def _cross(doc: _Doc, x: float, y: float) -> None:
+def _cross(doc, x: float, y: float) -> None:
     """An alignment cross in a white disc, so it shows on the red paper."""
     doc.set_fill_color(255, 255, 255)
     doc.set_draw_color(*MARK)
@@ -247,7 +252,7 @@ def _tiles(w: float, h: float) -> tuple[tuple[float, float], int, int]:
     return best
 
 
-def _tiled(doc: _Doc, p: Piece, ink: tuple, paper: str, fu: str) -> None:
+def _tiled(doc, p: Piece, ink: tuple, paper: str, fu: str) -> None:
     (pw, ph), cols, rows = _tiles(p.w, p.h)
     rw, rh = pw - 2 * MARGIN, ph - 2 * MARGIN  # the printable room of a page
     step_x, step_y = rw - OVERLAP, rh - OVERLAP
@@ -308,7 +313,7 @@ def render(
     if max(len(upper), len(lower)) > MAX_LINE or len(horizontal) > 6:
         raise CoupletError("too_long", f"最多印{MAX_LINE}个字一联", f"at most {MAX_LINE} characters a line are printed")
     written = horizontal[::-1] if layout == "traditional" else horizontal
-    doc = _Doc()
+    doc = _doc_class()()
     doc.set_title(f"{upper} {lower} {horizontal}")
     for p in pieces(upper, lower, written, layout, fu):
         if size == "a4":
