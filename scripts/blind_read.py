@@ -88,7 +88,7 @@ def dump(args) -> None:
     of ``--lengths``, where given; otherwise at the writer's default length)."""
     from chunlian.engine import Engine
 
-    writer, zodiac, out = Engine(cache_size=0).writer, coming_year().zodiac, []
+    writer, zodiac, out = Engine(cache_size=0, precision=args.precision).writer, coming_year().zodiac, []
     if args.dev_lines:
         return dump_matches(args, writer, zodiac)
     for f in args.keywords or sorted(Path("docs").glob("keywords*.txt")):
@@ -215,6 +215,7 @@ def main() -> None:
     d.add_argument("--data", default="../shared/data")
     d.add_argument("--keywords", type=Path, nargs="*", help="keyword files (default: every docs/keywords*.txt)")
     d.add_argument("--placement", default="embed", choices=["embed", "acrostic", "theme"])
+    d.add_argument("--precision", default="fp32", choices=["fp32", "int8"], help="the ONNX graph the couplets come from")
     d.set_defaults(func=dump)
     pr = sub.add_parser("pairs")
     pr.add_argument("a")

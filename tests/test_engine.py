@@ -55,7 +55,7 @@ def test_memory_is_handed_back_once_a_burst_ends_not_during_it(monkeypatch):
     import chunlian.engine.batcher as batcher
 
     trims = []
-    monkeypatch.setattr(batcher, "_trim", lambda: trims.append(time.monotonic()))
+    monkeypatch.setattr(batcher, "trim", lambda: trims.append(time.monotonic()))
     lm = SlowLM(delay=0.05)
     b = Batcher(lm, max_wait_ms=1)
     futs = [b.submit(search(steps=12)) for _ in range(4)]  # a burst of ~0.7 s

@@ -440,3 +440,30 @@ def test_unknown_paths_and_methods_are_refused_in_the_apis_own_words(client, met
         r.json()
     )
     assert "404" in spec["info"]["description"] and "405" in spec["info"]["description"]
+
+
+def test_over_its_memory_budget_the_server_sheds_instead_of_growing(engine):
+    """A server whose RSS is over 85% of its memory limit answers 503 at once (a pod is not OOM-killed), runs one
+    request at a time, and answers again once memory is back under the mark."""
+    from fastapi.testclient import TestClient
+
+    from chunlian.engine import Engine, memory
+    from chunlian.server import create_app
+
+    tight = Engine(lm=engine.lm, batching=True, warm=False, memory_limit_mib=128)  # the model alone is more
+    assert tight.batcher.max_concurrency == 1
+    with TestClient(create_app(tight)) as c:
+        while c.get("/readyz").status_code != 200:
+            time.sleep(0.05)
+        before = rejected(c)
+        r = c.post("/api/v1/couplets", json={"keywords": ["如意"], "count": 1, "seed": 11})
+        assert r.status_code == 503 and r.headers["retry-after"] == "1"
+        assert r.json()["detail"]["code"] == "overloaded"
+        assert grown(before, rejected(c)) == {"overloaded": 1}
+        tight.batcher.budget.high_mib = memory.rss_mib() + 512  # memory handed back: admitted again
+        assert c.post("/api/v1/couplets", json={"keywords": ["如意"], "count": 1, "seed": 11}).status_code == 200
+    tight.close()
+    roomy = Engine(lm=engine.lm, batching=True, warm=False, memory_limit_mib=4096)
+    assert roomy.batcher.max_concurrency == roomy.settings.max_concurrency  # room for every slot asked for
+    roomy.close()
+    assert memory.concurrency_for(1024, 300, 64) == (int(0.85 * 1024) - 300) // memory.PER_REQUEST_MIB < 64

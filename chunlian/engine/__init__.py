@@ -24,6 +24,7 @@ from chunlian import calendar, prosody
 from chunlian.decoding import inputs, together
 from chunlian.decoding.search import drive
 from chunlian.decoding.writer import CoupletWriter, Result
+from chunlian.engine import memory
 from chunlian.engine.batcher import Batcher, Overloaded
 from chunlian.engine.cache import make_cache
 from chunlian.engine.metrics import Metrics
@@ -85,6 +86,9 @@ class Engine:
         self.batcher = None
         # read at each scrape, so a request the worker dropped (caller gone, timed out) has left it too
         self.metrics.queue_depth.set_function(lambda: self.batcher.depth() if self.batcher else 0)
+        # the memory budget: its own setting, else the container's limit; none where there is neither
+        self.memory_limit_mib = s.memory_limit_mib or memory.container_limit_mib()
+        budget = memory.Budget(self.memory_limit_mib) if self.memory_limit_mib else None
         if batching:
             self.batcher = Batcher(
                 self.lm,
@@ -93,7 +97,9 @@ class Engine:
                 s.max_concurrency,
                 s.queue_size,
                 on_batch=self.metrics.on_batch,
+                budget=budget,
             )
+            self._fit_concurrency()
             self.metrics.queue_capacity.set(s.max_concurrency + s.queue_size)
         self.ready = False
 
@@ -104,8 +110,17 @@ class Engine:
         self._preload.join()
         self._execute(self.writer.write_search(["春"], count=3))
         self._execute(self.writer.match_search("春回大地千山秀", count=3))
+        self._fit_concurrency()  # the RSS of a warmed server is what the requests' room is measured from
         self.ready = True
         return time.perf_counter() - t
+
+    def _fit_concurrency(self) -> None:
+        """Under a memory limit, no more requests decode at once than fit (``memory.concurrency_for``)."""
+        if self.batcher is None or not self.memory_limit_mib:
+            return
+        n = memory.concurrency_for(self.memory_limit_mib, memory.rss_mib(), self.settings.max_concurrency)
+        self.batcher.max_concurrency = n
+        self.metrics.queue_capacity.set(n + self.settings.queue_size)
 
     def close(self) -> None:
         if self.batcher:

@@ -14,8 +14,6 @@ next step, freeing its slot.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import queue
 import threading
 import time
@@ -23,6 +21,7 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 
 from chunlian.decoding.search import Score, Start, Step, call
+from chunlian.engine.memory import Budget, trim
 
 TRIM_AFTER_IDLE_S = 0.5
 
@@ -43,8 +42,11 @@ class _Job:
 
 
 class Batcher:
-    def __init__(self, lm, max_batch_size=256, max_wait_ms=2.0, max_concurrency=64, queue_size=256, on_batch=None):
+    def __init__(
+        self, lm, max_batch_size=256, max_wait_ms=2.0, max_concurrency=64, queue_size=256, on_batch=None, budget=None
+    ):
         self.lm = lm
+        self.budget: Budget | None = budget  # over it, new requests are refused (Overloaded) instead of queued
         self.max_rows = max_batch_size
         self.max_wait = max_wait_ms / 1000
         self.max_concurrency = max_concurrency
@@ -64,6 +66,10 @@ class Batcher:
         if not self._admit.acquire(blocking=False):
             gen.close()
             raise Overloaded("queue full")
+        if self.budget is not None and not self.budget.admit():
+            self._admit.release()
+            gen.close()
+            raise Overloaded("memory budget")
         fut: Future = Future()
         fut.add_done_callback(lambda _: self._admit.release())
         self.queue.put_nowait(_Job(gen, fut, time.monotonic() + timeout_s))
@@ -123,7 +129,7 @@ class Batcher:
         while not self._stop.is_set():
             if not self.active:
                 if busy_until is not None and time.monotonic() - busy_until > TRIM_AFTER_IDLE_S:
-                    _trim()  # a burst has ended: hand its batch buffers back to the system
+                    trim()  # a burst has ended: hand its batch buffers back to the system
                     busy_until = None
                 self._take(block=True)
                 if self.active and self.max_wait:
@@ -187,19 +193,6 @@ class Batcher:
             self.on_batch(rows, len(chunk))
             for j, out in zip(chunk, outs):
                 self._advance(j, out)
-
-
-def _trim() -> None:
-    """glibc keeps freed batch buffers in its heap; without this a past burst sets memory for good."""
-    if _LIBC is not None:
-        _LIBC.malloc_trim(0)
-
-
-try:
-    _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    _LIBC.malloc_trim  # noqa: B018 (glibc only)
-except (OSError, AttributeError):
-    _LIBC = None
 
 
 def _settle(fut: Future, result=None, error: BaseException | None = None) -> None:

@@ -24,6 +24,12 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         None, description="redis://host:port/db: one result cache shared by every replica (unset: in-process)"
     )
+    memory_limit_mib: int | None = Field(
+        None,
+        ge=128,
+        description="memory the server may use: it decodes only as many requests at once as fit and sheds new ones "
+        "(503) above 85% of it; unset: the container's cgroup limit, or none",
+    )
     warm: bool = Field(
         True, description="write and match once before /readyz turns ready (the first search builds the masks)"
     )
