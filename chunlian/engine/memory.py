@@ -17,9 +17,9 @@ import os
 from pathlib import Path
 
 HIGH_WATER = 0.85  # of the limit: above it new requests are shed (the rest is headroom for those running)
-# the widest search's KV cache and logits: 6 layers × K,V × 32 rows × 4 heads × 64 × ~32 positions × 4 bytes,
-# plus 32 × 7,000 logits; measured RSS growth per concurrent request under the 64-client soak was 9–14 MiB
-PER_REQUEST_MIB = 14
+# RSS per running request: docs/OPERATIONS.md measured ~330 MiB after warm-up and ~750 MiB at the peak of 16
+# concurrent requests, (750 − 330) / 16 ≈ 26 MiB (each holds its KV cache, logits and batch buffers)
+PER_REQUEST_MIB = 26
 CGROUP_FILES = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
 NO_LIMIT = 1 << 60  # cgroup v1 writes a huge number for "unlimited"
 

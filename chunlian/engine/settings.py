@@ -11,7 +11,7 @@ class Settings(BaseSettings):
 
     model_dir: str | None = Field(None, description="model directory; default: the shipped weights")
     backend: str = Field("onnx", description="onnx | hf | modelscope")
-    precision: str = Field("fp32", description="int8 | fp32 (see docs/PRECISION.md for the choice)")
+    precision: str = Field("int8", description="int8 | fp32 (see docs/PRECISION.md for the choice)")
     threads: int = Field(0, ge=0, description="ONNX Runtime intra-op threads; 0 = up to 2")
     max_batch_size: int = Field(128, ge=1, description="most model rows in one batched call")
     max_wait_ms: float = Field(2.0, ge=0, le=50, description="how long an idle batcher waits for company")
