@@ -109,9 +109,19 @@ def dump_matches(args, writer, zodiac) -> None:
     """对对子 on every unpunctuated upper line of the dev split of ``--dev-lines`` lengths (never trained on)."""
     from chunlian.prosody import PUNCT
 
-    lines = [p.upper for p in read_pairs(args.data, "dev") if len(p.upper) in args.dev_lines]
+    printed: dict[str, str] = {}
+    for p in read_pairs(args.data, "dev"):
+        if args.dev_source and p.source not in args.dev_source:
+            continue
+        if len(p.upper) in args.dev_lines and not any(c in PUNCT for c in p.upper):
+            printed.setdefault(p.upper, p.lower)
+    if args.limit:
+        printed = dict(list(printed.items())[: args.limit])
     out = []
-    for line in dict.fromkeys(u for u in lines if not any(c in PUNCT for c in u)):
+    for line in printed:
+        if args.printed:  # the printed lower line instead of the machine's: a read of 对对子 against people
+            out.append([line, line, printed[line]])
+            continue
         try:
             c = writer.match(line, count=1, zodiac=zodiac, direction="upper").couplets[0]
             out.append([line, c.upper, c.lower])
@@ -215,6 +225,9 @@ def main() -> None:
     d.add_argument("--data", default="../shared/data")
     d.add_argument("--keywords", type=Path, nargs="*", help="keyword files (default: every docs/keywords*.txt)")
     d.add_argument("--placement", default="embed", choices=["embed", "acrostic", "theme"])
+    d.add_argument("--dev-source", action="append", help="with --dev-lines: only lines of this source file")
+    d.add_argument("--limit", type=int, default=None, help="with --dev-lines: the first N lines")
+    d.add_argument("--printed", action="store_true", help="with --dev-lines: the printed lower lines, not the machine's")
     d.add_argument("--precision", default="fp32", choices=["fp32", "int8"], help="the ONNX graph the couplets come from")
     d.set_defaults(func=dump)
     pr = sub.add_parser("pairs")
