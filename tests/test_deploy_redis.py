@@ -71,8 +71,8 @@ def test_two_replicas_share_answers_through_redis(engine, redis_url):
 
 def test_another_model_never_shares_entries(engine, redis_url):
     url, _, _ = redis_url
-    fp32 = _engine(engine.lm, redis_url=url)
-    int8 = _engine(engine.lm, redis_url=url, precision="int8")  # same lm object here; the key says int8
+    fp32 = _engine(engine.lm, redis_url=url, precision="fp32")
+    int8 = _engine(engine.lm, redis_url=url, precision="int8")  # same lm object here; the key says which
     assert fp32.cache.prefix != int8.cache.prefix
     fp32.write(["康宁"], count=1, seed=3)
     fp32.cache.flush()

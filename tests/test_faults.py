@@ -19,6 +19,7 @@ import httpx
 import pytest
 from script_support import load_script
 
+from chunlian.engine.settings import Settings
 from chunlian.errors import CoupletError
 from chunlian.model.runtime import OnnxLM, default_model_dir
 
@@ -29,17 +30,18 @@ MODEL_FILES = ("config.json", "vocab.txt", "couplet.onnx", "couplet.int8.onnx", 
 
 
 # -- a broken model: refused at load time, one bilingual line, non-zero exit ----------------------------------
-def _model_copy(tmp_path: Path, change: str) -> Path:
-    """The shipped model with one thing broken (the untouched files are links, not copies)."""
+def _model_copy(tmp_path: Path, change: str, graph_name: str = "couplet.onnx") -> Path:
+    """The shipped model with one thing broken (the untouched files are links, not copies); ``graph_name``: the
+    ONNX graph to break (the served default is the int8 one)."""
     src, d = default_model_dir(), tmp_path / change
     d.mkdir()
     for f in MODEL_FILES:
         (d / f).symlink_to(src / f)
-    graph, vocab = d / "couplet.onnx", d / "vocab.txt"
+    graph, vocab = d / graph_name, d / "vocab.txt"
     if change == "missing":
         graph.unlink()
     elif change == "truncated":
-        data = (src / "couplet.onnx").read_bytes()
+        data = (src / graph_name).read_bytes()
         graph.unlink()
         graph.write_bytes(data[: len(data) // 3])
     elif change == "corrupt":
@@ -119,11 +121,12 @@ def _one_bilingual_line(stderr: str, says: str) -> None:
 
 
 def test_serve_refuses_to_start_on_a_truncated_model(tmp_path):
-    d = _model_copy(tmp_path, "truncated")
+    served = "couplet.int8.onnx" if Settings().precision == "int8" else "couplet.onnx"  # the graph serve loads
+    d = _model_copy(tmp_path, "truncated", served)
     port = soak._free_port()
     p = _run_cli("serve", "--port", str(port), "--model-dir", str(d))
     assert p.returncode == 2
-    _one_bilingual_line(p.stderr, "couplet.onnx is corrupt or truncated")
+    _one_bilingual_line(p.stderr, f"{served} is corrupt or truncated")
     with pytest.raises(httpx.ConnectError):  # it never opened the port
         httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
 
