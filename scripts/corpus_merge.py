@@ -5,7 +5,8 @@ A couplet of data/written/raw/sNN.tsv is kept only when it
 2. was read by an independent reviewer (data/written/review/sNN.tsv) and kept;
 3. is no near-copy of a known line: no line of the existing corpora of the same length differs from one of its
    lines in at most one character (recitation with a word swapped);
-4. repeats no line already kept (a first come, first kept order over sorted slice names).
+4. repeats no line already kept, nor comes within one character of one (a first come, first kept order over
+   sorted slice names): two writers of one theme at one length can land on nearly the same line.
 
     python scripts/corpus_merge.py            # writes the corpus and data/written/stats.json, prints the counts
 """
@@ -61,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     vocab = set((default_model_dir() / "vocab.txt").read_text(encoding="utf-8").split())
     known, near = known_index(args.data)
     seen: dict[str, str] = {}
+    seen_near: set[str] = set()  # the kept lines with one character masked
     stats: Counter = Counter()
     codes: Counter = Counter()
     by_length: Counter = Counter()
@@ -93,8 +95,13 @@ def main(argv: list[str] | None = None) -> int:
             if any(line in seen for line in lines):
                 stats["dropped: repeats a line kept before"] += 1
                 continue
+            if any(k in seen_near for line in lines if 5 <= len(line) <= 11 for k in masked_keys(line)):
+                stats["dropped: near-copy of a line kept before"] += 1
+                continue
             for line in lines:
                 seen[line] = raw.name
+                if 5 <= len(line) <= 11:
+                    seen_near.update(masked_keys(line))
             cat, words = grid[tid]
             kept.append(f"{up}\t{low}\t{hp}\t{place}\t{' '.join(words)}")
             by_length[len(lines[0])] += 1
