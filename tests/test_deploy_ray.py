@@ -46,6 +46,10 @@ def _comparable(r: httpx.Response):
 PROBE = {"keywords": ["平安"], "count": 1}
 
 
+EARLY_ASK = {"keywords": ["吉祥"], "count": 1}
+EARLY: list[int] = []  # what the first requests after serve.run got
+
+
 def _wait_until_replicas_answer(url: str, replicas: int, timeout: float) -> None:
     """Ask PROBE until ``replicas`` different replicas have answered it 200, each warmed."""
     computed = 0
@@ -75,6 +79,8 @@ def ray_serve_url():
         app = build(num_replicas=2, settings={"cache_size": 4096, "redis_url": None})
         serve.run(app, name="chunlian", route_prefix="/")
         url = f"http://127.0.0.1:{port}"
+        # serve.run returns once the replicas are RUNNING: from then on none may answer 503 not_ready
+        EARLY.extend(httpx.post(f"{url}/api/v1/couplets", json=EARLY_ASK, timeout=60).status_code for _ in range(12))
         # both replicas warmed and answering through the proxy (the wait ends on that, not on a count or a time)
         _wait_until_replicas_answer(url, 2, 240)
         yield url
@@ -98,3 +104,7 @@ def test_two_replicas_answer_as_chunlian_serve_does(ray_serve_url):
         # PROBE, which both replicas answered (the fixture waited for that), as chunlian serve answers it
         want = _comparable(http.post(f"{url}/api/v1/couplets", json=PROBE))
         assert _comparable(http.post(f"{ray_serve_url}/api/v1/couplets", json=PROBE)) == want
+
+
+def test_a_replica_takes_requests_only_once_warmed(ray_serve_url):
+    assert EARLY and all(code == 200 for code in EARLY), EARLY  # no 503 not_ready from a replica still warming

@@ -39,13 +39,17 @@ AUTOSCALING = {
 class Chunlian:
     def __init__(self, settings: dict | None = None):
         self.settings = Settings(**(settings or {}))
-        # the model loads here; the app's lifespan (run by Serve) warms it and turns /readyz to 200
+        # the model loads and warms here: Serve marks a replica RUNNING (and routes to it) only once the
+        # constructor returns, so no request meets a replica still warming (503 not_ready)
         self.engine = Engine(settings=self.settings, batching=True)
+        if self.settings.warm:
+            self.engine.warm()
 
     def __serve_build_asgi_app__(self):
         from chunlian.server import create_app
 
-        return create_app(engine=self.engine)
+        # warmed already: the app's lifespan only turns /readyz to 200
+        return create_app(engine=self.engine, settings=self.settings.model_copy(update={"warm": False}))
 
     def check_health(self):  # Serve restarts a replica whose batch worker has died
         alive = getattr(self.engine, "alive", None)
