@@ -5,10 +5,9 @@ opened as a phone would. The link carries the couplet, signed, so another replic
 """
 
 import io
-import time
 
 import pytest
-from web_support import CHROMIUM, FLAGS, need_chromium, serve, until
+from web_support import CHROMIUM, FLAGS, live_app, need_chromium, until
 
 from chunlian.engine import Engine, Settings
 from chunlian.server import create_app
@@ -67,18 +66,7 @@ def test_the_link_is_built_for_the_address_phones_reach(engine):
 
 @pytest.fixture(scope="module")
 def kiosk(engine):
-    eng = Engine(lm=engine.lm, batching=True, request_timeout_s=60, warm=False)
-    server, th, base = serve(create_app(eng, Settings(kiosk=True, warm=False)))
-    import httpx
-
-    for _ in range(600):
-        if httpx.get(base + "/readyz").status_code == 200:
-            break
-        time.sleep(0.05)
-    yield base
-    server.should_exit = True
-    th.join(5)
-    eng.close()
+    yield from live_app(engine, Settings(kiosk=True, warm=False))
 
 
 def test_scan_the_kiosk_qr_with_a_phone_and_keep_the_couplet(kiosk):

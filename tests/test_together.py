@@ -8,11 +8,10 @@ import time
 
 import pytest
 from app_support import ready_app
-from web_support import CHROMIUM, FLAGS, need_chromium, serve, until
+from web_support import CHROMIUM, FLAGS, live_app, need_chromium, until
 
 from chunlian import prosody
 from chunlian.cli import main
-from chunlian.engine import Engine
 
 UPPER, LOWER = "春回大地千山秀", "福满人间万户欢"
 
@@ -141,20 +140,7 @@ def test_cli_fills_and_lists_alternatives(capsys):
 
 @pytest.fixture(scope="module")
 def live(engine):
-    eng = Engine(lm=engine.lm, batching=True, request_timeout_s=60, warm=False)
-    from chunlian.server import create_app
-
-    server, th, base = serve(create_app(eng))
-    import httpx
-
-    for _ in range(600):
-        if httpx.get(base + "/readyz").status_code == 200:
-            break
-        time.sleep(0.05)
-    yield base
-    server.should_exit = True
-    th.join(5)
-    eng.close()
+    yield from live_app(engine)
 
 
 def _text(pg, part: str) -> str:

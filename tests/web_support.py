@@ -48,6 +48,26 @@ def serve(app, host: str = "127.0.0.1"):
     return server, th, f"http://{host}:{port}"
 
 
+def live_app(engine, settings=None):
+    """A generator fixture body: a batching engine on the session's model, its app served on a free port, yielded
+    as the base URL once /readyz is 200; stopped and closed after."""
+    import httpx
+
+    from chunlian.engine import Engine
+    from chunlian.server import create_app
+
+    eng = Engine(lm=engine.lm, batching=True, request_timeout_s=60, warm=False)
+    server, th, base = serve(create_app(eng, settings))
+    for _ in range(600):
+        if httpx.get(base + "/readyz").status_code == 200:
+            break
+        time.sleep(0.05)
+    yield base
+    server.should_exit = True
+    th.join(5)
+    eng.close()
+
+
 def until(ok, timeout_s: float = 30.0) -> None:
     """Poll from Python until ``ok()``: the page's CSP (no eval) rules out Playwright's string predicates."""
     deadline = time.monotonic() + timeout_s
