@@ -64,7 +64,20 @@ class Ready(BaseModel):
     ready: bool
 
 
-class CoupletRequest(BaseModel):
+class _Asked(BaseModel):
+    """What every request for couplets (write, match, fill) also says: how many, which seed, tones, script, year,
+    and the shape of the answer."""
+
+    count: Annotated[int, Integral] = Field(3, ge=1, le=MAX_COUNT)
+    seed: Annotated[int | None, Integral] = Field(None, ge=0, le=2**31 - 1)
+    tones: Literal["xin", "pingshui"] = "xin"
+    script: Literal["simplified", "traditional"] = "simplified"
+    year: Annotated[int | None, Integral] = Field(None, ge=calendar.MIN_YEAR, le=calendar.MAX_YEAR)
+    layout: Layout = Field("traditional", description=LAYOUT_DOC + " (echoed in the answer for the page and PNG)")
+    detail: Detail = Field("compact", description=DETAIL_DOC)
+
+
+class CoupletRequest(_Asked):
     """Exactly one of ``keywords`` (write) or ``upper`` (对对子)."""
 
     model_config = ConfigDict(
@@ -93,13 +106,6 @@ class CoupletRequest(BaseModel):
         description="embed: every wish word in the couplet; acrostic (藏头): their characters head the lines; "
         "theme: the couplet speaks of the words' theme (咖啡: 香, 杯) without having to hold them",
     )
-    count: Annotated[int, Integral] = Field(3, ge=1, le=MAX_COUNT)
-    seed: Annotated[int | None, Integral] = Field(None, ge=0, le=2**31 - 1)
-    tones: Literal["xin", "pingshui"] = "xin"
-    script: Literal["simplified", "traditional"] = "simplified"
-    year: Annotated[int | None, Integral] = Field(None, ge=calendar.MIN_YEAR, le=calendar.MAX_YEAR)
-    layout: Layout = Field("traditional", description=LAYOUT_DOC + " (echoed in the answer for the page and PNG)")
-    detail: Detail = Field("compact", description=DETAIL_DOC)
     # named apart from BaseModel.register (a pydantic method); the API field is still ``register``
     line_register: Literal["auto", "spring", "general"] = Field(
         "auto",
@@ -143,7 +149,7 @@ class Shown(BaseModel):
     lower: Line
 
 
-class FillRequest(BaseModel):
+class FillRequest(_Asked):
     """Keep some characters (a phrase, a whole line) and let chunlian write the places marked _."""
 
     model_config = ConfigDict(
@@ -165,13 +171,6 @@ class FillRequest(BaseModel):
     avoid: Shown | None = Field(
         None, description="the couplet shown before: what is written differs from it (换下联 keeps the 上联)"
     )
-    count: Annotated[int, Integral] = Field(3, ge=1, le=MAX_COUNT)
-    seed: Annotated[int | None, Integral] = Field(None, ge=0, le=2**31 - 1)
-    tones: Literal["xin", "pingshui"] = "xin"
-    script: Literal["simplified", "traditional"] = "simplified"
-    year: Annotated[int | None, Integral] = Field(None, ge=calendar.MIN_YEAR, le=calendar.MAX_YEAR)
-    layout: Layout = Field("traditional", description=LAYOUT_DOC + " (echoed in the answer for the page and PNG)")
-    detail: Detail = Field("compact", description=DETAIL_DOC)
 
 
 class AlternativesRequest(BaseModel):
