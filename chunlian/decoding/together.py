@@ -26,7 +26,6 @@ BLANKS = "_＿□○*＊"  # an open place in a pattern
 PLACEHOLDER = "一"  # stands in for an open place while a pattern's shape is checked as a line
 CANDIDATES = 48  # characters scored whole for one place (the model's likeliest that keep the masks)
 MAX_ALTERNATIVES = 24
-HORIZONTAL_TRIES = 8
 
 NOTHING_LOCKED = CoupletError(
     "nothing_locked",
@@ -247,7 +246,11 @@ def alternatives_search(
             "bad_index", f"第{index + 1}个位置不是这一联里的字", f"place {index + 1} is not a character of the line"
         )
     vm = writer.masks(tones)
-    lm, tok_line = writer.lm, lm_encode(writer)
+    lm = writer.lm
+
+    def tok_line(text: str) -> list[int]:  # the model's ids, through the masks' own index of its vocabulary
+        return [vm.stoi[c] for c in text]
+
     head = lm.encode_prompt("plain", "")
     before = head + tok_line(u[:index]) if side == "upper" else head + tok_line(u) + [lm.sep_id] + tok_line(lo[:index])
     _, logp = yield Start([before])
@@ -289,15 +292,6 @@ def alternatives_search(
     }
 
 
-def lm_encode(writer: CoupletWriter):
-    """The model's character ids of a text (punctuation included, as the model reads it)."""
-    tok = getattr(writer.lm, "tok", None)
-    if tok is not None:
-        return tok.encode
-    stoi = {c: i for i, c in enumerate(writer.lm.itos)}
-    return lambda text: [stoi[c] for c in text]
-
-
 def another_horizontal(
     writer: CoupletWriter,
     upper: str,
@@ -309,9 +303,4 @@ def another_horizontal(
 ) -> str:
     """A 横批 for the couplet other than ``current``: one of the few that fit it best, chosen by ``seed``."""
     u, lo = inputs.pair(upper, lower)
-    rng = np.random.default_rng(seed)
-    for _ in range(HORIZONTAL_TRIES):
-        h = writer.hengpi.choose(u, lo, keywords, zodiac, rng, top=6)
-        if h != current:
-            return h
-    return writer.hengpi.choose(u, lo, keywords, zodiac, None, avoid=current)
+    return writer.hengpi.choose(u, lo, keywords, zodiac, np.random.default_rng(seed), top=6, avoid=current)

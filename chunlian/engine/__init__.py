@@ -238,15 +238,9 @@ class Engine:
         for line in (upper, lower):
             inputs.line(line, self.writer.vocab, auspicious=False)
         y = self.year(year)
-        search = together.alternatives_search(self.writer, upper, lower, side, index, tones, y.zodiac, count)
-        if self.batcher is None:
-            out: Future = Future()
-            try:
-                out.set_result(drive(self.lm, search))
-            except Exception as exc:
-                out.set_exception(exc)
-            return out
-        return self.batcher.submit(search, self.settings.request_timeout_s)
+        return self._submit(
+            together.alternatives_search(self.writer, upper, lower, side, index, tones, y.zodiac, count)
+        )
 
     def horizontal(
         self,
@@ -347,6 +341,17 @@ class Engine:
             return drive(self.lm, gen)
         return self.batcher.submit(gen, timeout_s).result(timeout_s)
 
+    def _submit(self, search) -> Future:
+        """A search's result as a future: through the batcher, or (no batcher) run here at once."""
+        if self.batcher is not None:
+            return self.batcher.submit(search, self.settings.request_timeout_s)  # may raise Overloaded
+        out: Future = Future()
+        try:
+            out.set_result(drive(self.lm, search))
+        except Exception as exc:
+            out.set_exception(exc)
+        return out
+
     def _request(self, mode, key, make_search, year, script, extra) -> Future:
         t = time.perf_counter()
         out: Future = Future()
@@ -369,13 +374,7 @@ class Engine:
             self.metrics.latency.labels(ans["mode"]).observe(time.perf_counter() - t)
             return ans
 
-        if self.batcher is None:
-            try:
-                out.set_result(finish(drive(self.lm, make_search())))
-            except Exception as exc:
-                out.set_exception(exc)
-            return out
-        inner = self.batcher.submit(make_search(), self.settings.request_timeout_s)  # may raise Overloaded
+        inner = self._submit(make_search())
 
         def done(f: Future) -> None:
             if out.done():

@@ -73,6 +73,19 @@ def public_base(request: Request, settings: Settings) -> tuple[str, bool]:
     return str(request.base_url).rstrip("/"), host not in LOOPBACK
 
 
+def _file_doc(description: str, media_type: str) -> dict:
+    """The documented 200 of a route that answers a file."""
+    return {
+        200: {"description": description, "content": {media_type: {"schema": {"type": "string", "format": "binary"}}}}
+    }
+
+
+def _file(body: bytes, media_type: str, name: str) -> Response:
+    """A drawn file, shown in the browser (saved under ``name``) and cacheable: the same query draws the same file."""
+    headers = {"Content-Disposition": f'inline; filename="{name}"', "Cache-Control": "public, max-age=86400"}
+    return Response(body, media_type=media_type, headers=headers)
+
+
 def add_routes(app: FastAPI, state: dict, settings: Settings) -> None:
     renders = threading.BoundedSemaphore(MAX_RENDERS)
 
@@ -88,36 +101,19 @@ def add_routes(app: FastAPI, state: dict, settings: Settings) -> None:
         "/api/v1/couplets/image.png",
         response_class=Response,
         responses=responses(IMAGE_422, "two PNGs or PDFs are being drawn already (code overloaded), or shutting down")
-        | {
-            200: {
-                "description": "the PNG",
-                "content": {"image/png": {"schema": {"type": "string", "format": "binary"}}},
-            }
-        },
+        | _file_doc("the PNG", "image/png"),
     )
     async def image(d: Annotated[Drawn, Depends(drawn)]):
         """A print-ready PNG: two red strips and the 横批 in the bundled calligraphy."""
         u, l, h = d.lines()
         png = await rendered(poster.render, u, l, h, d.ink, d.layout)
-        return Response(
-            png,
-            media_type="image/png",
-            headers={
-                "Content-Disposition": 'inline; filename="chunlian.png"',
-                "Cache-Control": "public, max-age=86400",
-            },
-        )
+        return _file(png, "image/png", "chunlian.png")
 
     @app.get(
         "/api/v1/couplets/print.pdf",
         response_class=Response,
         responses=responses(PDF_422, "two PNGs or PDFs are being drawn already (code overloaded), or shutting down")
-        | {
-            200: {
-                "description": "the PDF: one piece a page (shop), or each piece tiled across A4 pages (a4)",
-                "content": {"application/pdf": {"schema": {"type": "string", "format": "binary"}}},
-            }
-        },
+        | _file_doc("the PDF: one piece a page (shop), or each piece tiled across A4 pages (a4)", "application/pdf"),
     )
     async def print_pdf(
         d: Annotated[Drawn, Depends(drawn)],
@@ -140,12 +136,7 @@ def add_routes(app: FastAPI, state: dict, settings: Settings) -> None:
         """A print-ready PDF of the set (横批, 上联, 下联, 福) with the calligraphy font embedded."""
         u, l, h = d.lines()
         body = await rendered(pdf.render, u, l, h, size, d.ink, d.layout, fu, paper)
-        name = f"chunlian-{size}.pdf"
-        return Response(
-            body,
-            media_type="application/pdf",
-            headers={"Content-Disposition": f'inline; filename="{name}"', "Cache-Control": "public, max-age=86400"},
-        )
+        return _file(body, "application/pdf", f"chunlian-{size}.pdf")
 
     @app.get("/api/v1/share", response_model=ShareAnswer, responses=responses(SHARE_422, "shutting down"))
     def share(d: Annotated[Drawn, Depends(drawn)], request: Request):
