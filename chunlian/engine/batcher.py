@@ -21,9 +21,7 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 
 from chunlian.decoding.search import Score, Start, Step, call
-from chunlian.engine.memory import Budget, trim
-
-TRIM_AFTER_IDLE_S = 0.5
+from chunlian.engine.memory import TRIM_AFTER_IDLE_S, Budget, trim
 
 
 class Overloaded(RuntimeError):

@@ -11,11 +11,15 @@ own cgroup limit when unset), the engine
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import ctypes.util
 import os
+import time
 from pathlib import Path
 
+TRIM_AFTER_IDLE_S = 0.5  # a server with no request in flight this long hands its freed heap back
+TRIM_GROWTH_MIB = 8  # ... when RSS has grown this much since the last trim (a trim walks the whole heap)
 HIGH_WATER = 0.85  # of the limit: above it new requests are shed (the rest is headroom for those running)
 # RSS per running request: docs/OPERATIONS.md measured ~330 MiB after warm-up and ~750 MiB at the peak of 16
 # concurrent requests, (750 − 330) / 16 ≈ 26 MiB (each holds its KV cache, logits and batch buffers)
@@ -76,3 +80,36 @@ class Budget:
             return True
         trim()
         return rss_mib() < self.high_mib
+
+
+class IdleTrim:
+    """Hands freed memory back to the system once the whole server has been idle a moment.
+
+    The batcher trims after a burst of batches, but the routes that never reach it (a PNG, a PDF, a share
+    code) free their buffers into glibc's heap too, and it keeps them: without this, the RSS a server settles
+    at after a load depended on which request happened to come last (the soak's CI failure of stop 24).
+    ``enter``/``leave`` wrap every request; the trim itself runs in a worker thread, off the event loop.
+    """
+
+    def __init__(self):
+        self.inflight = 0
+        self.last_leave = 0.0
+        self.trimmed_at_mib = rss_mib()
+
+    def enter(self) -> None:
+        self.inflight += 1
+
+    def leave(self) -> None:
+        self.inflight -= 1
+        if self.inflight == 0:
+            self.last_leave = time.monotonic()
+            asyncio.get_running_loop().call_later(TRIM_AFTER_IDLE_S, self._maybe_trim, self.last_leave)
+
+    def _maybe_trim(self, left_at: float) -> None:
+        if self.inflight or left_at != self.last_leave or rss_mib() < self.trimmed_at_mib + TRIM_GROWTH_MIB:
+            return
+        asyncio.get_running_loop().run_in_executor(None, self._trim)
+
+    def _trim(self) -> None:
+        trim()
+        self.trimmed_at_mib = rss_mib()

@@ -7,6 +7,7 @@ import time
 
 from fastapi.responses import JSONResponse
 
+from chunlian.engine.memory import IdleTrim
 from chunlian.errors import CoupletError
 from chunlian.server.errors import MAX_BODY_BYTES, SHUTTING_DOWN, SLOW_BODY, TOO_LARGE, count_rejected
 
@@ -39,13 +40,15 @@ class Guard:
     - a body over MAX_BODY_BYTES, declared or streamed (chunked), is answered 413 and one not received
       within ``body_timeout_s`` 408, before any route (or the batch worker) sees the request;
     - while the server drains for SIGTERM, new requests get 503 (``/healthz``, ``/readyz`` and ``/metrics``
-      still answer); the requests let in are counted in ``state["inflight"]``.
+      still answer); the requests let in are counted in ``state["inflight"]``;
+    - once no request has been in flight for a moment, freed memory goes back to the system (``IdleTrim``).
     """
 
     OPEN_WHILE_DRAINING = ("/healthz", "/readyz", "/metrics")
 
     def __init__(self, app, state: dict, body_timeout_s: float):
         self.app, self.state, self.body_timeout_s = app, state, body_timeout_s
+        self.idle_trim = IdleTrim()
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -94,7 +97,9 @@ class Guard:
             return {"type": "http.request", "body": body, "more_body": False}
 
         self.state["inflight"] += 1
+        self.idle_trim.enter()
         try:
             await self.app(scope, replay, secured)
         finally:
             self.state["inflight"] -= 1
+            self.idle_trim.leave()
