@@ -227,8 +227,12 @@ def main() -> None:
     d.add_argument("--placement", default="embed", choices=["embed", "acrostic", "theme"])
     d.add_argument("--dev-source", action="append", help="with --dev-lines: only lines of this source file")
     d.add_argument("--limit", type=int, default=None, help="with --dev-lines: the first N lines")
-    d.add_argument("--printed", action="store_true", help="with --dev-lines: the printed lower lines, not the machine's")
-    d.add_argument("--precision", default="fp32", choices=["fp32", "int8"], help="the ONNX graph the couplets come from")
+    d.add_argument(
+        "--printed", action="store_true", help="with --dev-lines: the printed lower lines, not the machine's"
+    )
+    d.add_argument(
+        "--precision", default="fp32", choices=["fp32", "int8"], help="the ONNX graph the couplets come from"
+    )
     d.set_defaults(func=dump)
     pr = sub.add_parser("pairs")
     pr.add_argument("a")

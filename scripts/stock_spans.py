@@ -12,11 +12,6 @@ Two sources, both measured here:
 
 With ``--long``, chunlian/data/stock_spans_long.txt instead: the model's habits in lines of 9 and 11 (万里江山
 添锦绣 ended a quarter of them), which only those lines pay for, beside the table above.
-
-With ``--habits``, chunlian/data/stock_habits.txt: the habits at 7 characters that the table above does not
-hold, which a finished couplet pays for when candidates are ranked (``rerank.HABIT_COST``), not in the search:
-
-    python scripts/stock_spans.py --data ../shared/data --book-words 400 --general-words 400 --model-min 5 --habits
 """
 
 from __future__ import annotations
@@ -27,7 +22,7 @@ from pathlib import Path
 
 from chunlian import prosody
 from chunlian.decoding.hengpi import vocabulary
-from chunlian.decoding.rerank import habits, stock_spans
+from chunlian.decoding.rerank import stock_spans
 from chunlian.model.data import read_pairs
 
 OUT = Path("chunlian/data/stock_spans.txt")
@@ -99,18 +94,8 @@ def main() -> None:
     ap.add_argument("--book-words", type=int, default=0, help="also calibrate on the book's N commonest words")
     ap.add_argument("--general-words", type=int, default=0, help="… and on the general couplets' N commonest")
     ap.add_argument("--long", action="store_true", help="the long lines' own table: the model's habits at 9 and 11")
-    ap.add_argument("--habits", action="store_true", help="the habits at 7 paid for at ranking (stock_habits.txt)")
     args = ap.parse_args()
     words = calibration_words(Path(args.data), args.book_words, args.general_words)
-    if args.habits:
-        found = sorted(habits() | set(model(args.model_min, words, [7])) - stock_spans())
-        write(
-            OUT.with_name("stock_habits.txt"),
-            found,
-            habits(),
-            "habit spans at 7 characters (scripts/stock_spans.py --habits): ranking pays for each.",
-        )
-        return
     out = OUT.with_name("stock_spans_long.txt") if args.long else OUT
     # the table only grows: the model is calibrated with today's costs in force, so a habit they
     # suppress would not show again and would come back if dropped

@@ -167,9 +167,9 @@ def test_long_lines_over_many_wish_words_do_not_share_one_template(writer):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 19, open: the weights fine-tuned on the written corpus write 添喜色 in 5 and 千帆竞 in 4 of the 110 "
-    "couplets after their habits were re-derived (scripts/stock_spans.py --habits --model-min 4); a larger calibration "
-    "set is next. Strict: this fails once the figure is met again, to restore the plain assertion.",
+    reason="issue 19, open: runs/w5 writes 笑声多 in 5 and 千山绿, 灯似昼, 万年春, 千古事 in 4 of the 110 couplets; "
+    "the habits table that held them down lost its blind read and was retired (docs/MODEL.md). Strict: this fails "
+    "once the figure is met, to restore the plain assertion.",
 )
 def test_seven_character_couplets_over_both_keyword_sets_share_no_template(writer):
     """The repetition figure's goal: over every group of both keyword sets, no three-character span in
@@ -188,29 +188,6 @@ def test_seven_character_couplets_over_both_keyword_sets_share_no_template(write
             continue
     assert len(made) >= 100
     assert repeated_spans(made) == {}
-
-
-def test_the_models_habits_cost_at_ranking_not_in_the_search(writer):
-    """A habit span (rerank.habits) is paid for only by a finished 7-character couplet: fewer of them
-    are written with the cost, and lines of 5 are left as they are."""
-    groups = [["东风"], ["发展"], ["丰收"], ["三阳"], ["健康"], ["物流"], ["会计"], ["长春"], ["民航"], ["龙", "凤"]]
-
-    def written(length):
-        return [c for g in groups for c in writer.write(g, length=length, count=1, zodiac="羊").couplets]
-
-    def habit_count(made):
-        return sum(len(rerank.habits_in(c.upper, c.lower)) for c in made)
-
-    with_cost, short = written(7), written(5)
-    saved = writer.habit_cost
-    writer.habit_cost = 0.0
-    try:
-        without, short_without = written(7), written(5)
-    finally:
-        writer.habit_cost = saved
-    assert habit_count(with_cost) < habit_count(without)
-    assert [(c.upper, c.lower) for c in short] == [(c.upper, c.lower) for c in short_without]
-    assert not rerank.habits() & rerank.stock_spans()
 
 
 def test_stock_spans_cost_the_search(writer):
@@ -309,12 +286,10 @@ def test_a_broken_set_phrase_is_caught_and_a_word_of_its_own_is_not():
     assert rerank.near_misses("一身正，气象新") == []
 
 
-@pytest.mark.parametrize(("words", "length"), [(["鹏程"], 5)])
+@pytest.mark.parametrize(("words", "length"), [(["学子", "金榜"], 5)])
 def test_a_near_miss_cost_steers_the_writer_to_a_candidate_without_one(writer, monkeypatch, words, length):
     """Shipped off (readers preferred the couplets without it: rerank.NEAR_MISS_COST), but measurable:
-    this writes a near-miss (鹏程千里; of 28 wish words at 5 and 7 characters, the only one the model now writes) unless the cost is set (the habits' cost, which
-    also moves the 7-character one, is held off to see this cost alone)."""
-    monkeypatch.setattr(writer, "habit_cost", 0.0)
+    this writes a near-miss (金榜题字 for 金榜题名) unless the cost is set."""
 
     def best():
         c = writer.write(words, length=length, count=1, zodiac="羊").couplets[0]

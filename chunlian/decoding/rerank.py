@@ -20,12 +20,9 @@ RELEVANCE_WEIGHT = 0.5  # per character of the reverse direction, beside the for
 # call of the whole couplet; kept for 对对子, where the given line is what the answer must fit
 WRITE_RELEVANCE_WEIGHT = 0.0
 STOCK_COST = 2.5  # log-prob taken from a token that completes a stock span (during the search)
-# the model's habits that outlast STOCK_COST (千山绿 in 9 of 108 couplets at 7 characters): a finished
-# couplet pays this per habit span when the candidates are ranked, not during the search. In the search
-# (as stock spans) the replacements read worse (blind readers 38% of 58 pairs at 7 characters); ranked,
-# readers were at parity (53%, 51% of 49 pairs) and no span was left in more than 3 of 108 couplets
-HABIT_COST = 0.2  # per-character score units, as the rest of the ranking
-HABIT_LENGTH = 7  # the line length they were calibrated at (scripts/stock_spans.py --habits)
+# (retired 2026-12-02: a table of the model's own habits at 7 characters, stock_habits.txt, paid for at ranking.
+# Fitted to earlier weights' faults; on the weights of docs/MODEL.md, readers preferred the couplets written
+# without it, 62.5% and 64.1% of the 64 pairs it changed, and its re-derivation for them lost 38.8% / 44.9%)
 NEAR_MISS_COST = 0.0  # per near-miss of a set phrase (马到成意 for 马到成功) in a candidate; see below
 # off: at 1.0 it changed 26 of 440 couplets (keyword sets at 5, 7, 9 and 11 characters; near-misses 55 → 26),
 # and blind readers preferred the couplets written without it (16 and 14 of 26 votes): the candidate that
@@ -52,24 +49,13 @@ def stock_spans(long: bool = False) -> frozenset[str]:
     return _span_table("stock_spans.txt", "stock_spans_long.txt") if long else _span_table("stock_spans.txt")
 
 
-@lru_cache(maxsize=1)
-def habits() -> frozenset[str]:
-    """Three-character spans the model still over-writes in 7-character couplets with the stock costs
-    in force (see scripts/stock_spans.py --habits)."""
-    return _span_table("stock_habits.txt")
-
-
 def _span_table(*names: str) -> frozenset[str]:
-    """The three-character spans listed in these data files (a span table: stock spans, habits)."""
+    """The three-character spans listed in these data files (a span table)."""
     return frozenset(w for name in names for ln in _lines(name) for w in ln.split() if len(w) == 3)
 
 
 def _spans_in(table: frozenset[str], *lines: str) -> list[str]:
     return [ln[i : i + 3] for ln in lines for i in range(len(ln) - 2) if ln[i : i + 3] in table]
-
-
-def habits_in(*lines: str) -> list[str]:
-    return _spans_in(habits(), *lines)
 
 
 @lru_cache(maxsize=1)

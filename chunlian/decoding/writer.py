@@ -125,7 +125,6 @@ class CoupletWriter:
         # the weights of freshness and relevance (set to 0 to measure what each one adds)
         self.stock_cost, self.relevance_weight = rerank.STOCK_COST, rerank.RELEVANCE_WEIGHT
         self.write_relevance_weight = rerank.WRITE_RELEVANCE_WEIGHT
-        self.habit_cost = rerank.HABIT_COST
         # the deterministic best couplet of recent inputs, which a 换一副 steers away from (``_remember``)
         self._best: LRUCache = LRUCache(BEST_REMEMBERED)
         self._best_lock = threading.Lock()
@@ -214,7 +213,6 @@ class CoupletWriter:
                     spring=True,
                     avoid=avoid,
                     relevance_weight=self.write_relevance_weight,
-                    habit_cost=self.habit_cost if n == rerank.HABIT_LENGTH else 0.0,
                     ignore=("auspicious",) if ill else (),
                     embedded=mode != "theme",
                 )
@@ -479,7 +477,6 @@ class CoupletWriter:
         avoid=None,
         relevance_weight=0.0,
         brk=None,
-        habit_cost=0.0,
         embedded=True,
     ) -> Search:
         """Verify every candidate, rank, and keep ``count`` whose generated lines all differ.
@@ -488,7 +485,6 @@ class CoupletWriter:
         soft rules; a shortlist is scored in the reverse direction (one model call); the best few
         also get the word-level rules (a word table: 词性相对, 合掌), which cost the most. With
         ``avoid`` (换一副), those changing at least ``rerank.VARIED`` of what was written come first.
-        ``habit_cost`` is taken per habit span of the model's (``rerank.habits``).
         """
         written = {"both": lambda u, l: (u, l), "upper": lambda u, l: (u,), "lower": lambda u, l: (l,)}[vary]
 
@@ -519,8 +515,6 @@ class CoupletWriter:
             rhythm = next((r.score for r in rep.rules if r.name == "rhythm_opposed"), 1.0)
             total = lm_score + SOFT_WEIGHT * rep.soft_score - RHYTHM_WEIGHT * (1.0 - rhythm)
             total += relevance_weight * relevance + rerank.soft_adjustment(written(upper, lower), zodiac)
-            if habit_cost:
-                total -= habit_cost * len(rerank.habits_in(upper, lower))
             return Couplet(upper, lower, "", rep, total, lm_score, words)
 
         def pick(cands, k):
