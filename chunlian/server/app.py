@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse
 from fastapi.utils import is_body_allowed_for_status_code
 from starlette.exceptions import HTTPException
 
-from chunlian.engine import TIMED_OUT, Engine, Overloaded, Settings
+from chunlian.engine import TIMED_OUT, Engine, Overloaded, Settings, memory
 from chunlian.errors import CoupletError
 from chunlian.server import api, health, page, prints
 from chunlian.server.errors import (
@@ -139,6 +139,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, settings: Settings | None =
     broken one raises CoupletError here: the CLI prints its one line and exits non-zero."""
     import uvicorn
 
+    memory.limit_arenas()  # before the model's and the server's threads start
     settings = settings or Settings()
     print(f"chunlian settings: {settings.describe()}", flush=True)
     engine = Engine(settings=settings, batching=True)
