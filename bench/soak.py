@@ -11,7 +11,8 @@ request is bounded (30 s), and so is the whole run (``--max-seconds``).
 Pass: no 5xx other than 503 with Retry-After (overload), no connection errors, and the server's resident
 memory at the end at most 10% above its level after the first 10,000 requests (a third of the run when that
 is shorter). Before the count starts, every client sends one costly request at once (``Soak.burst``), so the
-reference is taken after the widest moment the run will see, not before it. Exit 0 on pass, 1 on fail. The server is then stopped with SIGTERM and must exit 0.
+reference is taken after the widest moment the run will see, not before it. Exit 0 on pass, 1 on fail. The
+server is then stopped with SIGTERM and must exit 0.
 """
 
 from __future__ import annotations
@@ -154,20 +155,23 @@ class Soak:
         while self.sent < until and time.monotonic() < stop_at:
             kind = self.kinds[self.sent]
             self.sent += 1
-            method, path, kw = _request(kind, self.rng)
             t = time.monotonic()
-            try:
-                r = await http.request(method, f"http://127.0.0.1:{self.port}{path}", **kw)
-                await r.aread()
-                status = r.status_code
-                if status >= 500 and not (status == 503 and r.headers.get("retry-after")):
-                    self.bad_5xx.append(f"{status} {method} {path} {r.text[:200]}")
-            except httpx.HTTPError as e:
-                status = 0
-                self.conn_errors.append(f"{type(e).__name__}: {e} ({method} {path})")
+            status = await self.send(http, *_request(kind, self.rng))
             now = time.monotonic()
             self.records.append((now - self.t0, now - t, kind, status))
             self.statuses[status] += 1
+
+    async def send(self, http: httpx.AsyncClient, method: str, path: str, kw: dict, note: str = "") -> int:
+        """One request; its status (0: a connection error), a bad 5xx or a connection error recorded."""
+        try:
+            r = await http.request(method, f"http://127.0.0.1:{self.port}{path}", **kw)
+            await r.aread()
+        except httpx.HTTPError as e:
+            self.conn_errors.append(f"{type(e).__name__}: {e} ({method} {path}{note})")
+            return 0
+        if r.status_code >= 500 and not (r.status_code == 503 and r.headers.get("retry-after")):
+            self.bad_5xx.append(f"{r.status_code} {method} {path}{note} {r.text[:200]}")
+        return r.status_code
 
     async def burst(self, http: httpx.AsyncClient) -> None:
         """Before the count starts, one request from every client at once, each of a kind that decodes or draws
@@ -175,7 +179,7 @@ class Soak:
         as fragmented as it will stay; without it, the reference depends on whether the first leg happened to
         have one, and a quiet machine's reference sat 10% below where the same server settles (CI, stop 24)."""
 
-        async def one(i: int) -> None:
+        def one(i: int) -> tuple[str, str, dict]:
             if i % 3 == 0:
                 body = {
                     "keywords": WISHES[i % len(WISHES)],
@@ -183,19 +187,12 @@ class Soak:
                     "seed": 10_000 + i,
                     "length": (5, 7, 9)[i // 3 % 3],
                 }
-                method, path, kw = "POST", "/api/v1/couplets", {"json": body}
-            elif i % 3 == 1:
-                method, path, kw = "POST", "/api/v1/couplets", {"json": {"upper": UPPERS[i % len(UPPERS)], "seed": i}}
-            else:
-                method, path, kw = _request("png", random.Random(i))
-            try:
-                r = await http.request(method, f"http://127.0.0.1:{self.port}{path}", **kw)
-                if r.status_code >= 500 and not (r.status_code == 503 and r.headers.get("retry-after")):
-                    self.bad_5xx.append(f"{r.status_code} {method} {path} (burst) {r.text[:200]}")
-            except httpx.HTTPError as e:
-                self.conn_errors.append(f"{type(e).__name__}: {e} ({method} {path}, burst)")
+                return "POST", "/api/v1/couplets", {"json": body}
+            if i % 3 == 1:
+                return "POST", "/api/v1/couplets", {"json": {"upper": UPPERS[i % len(UPPERS)], "seed": i}}
+            return _request("png", random.Random(i))
 
-        await asyncio.gather(*(one(i) for i in range(self.args.clients)))
+        await asyncio.gather(*(self.send(http, *one(i), note=" (burst)") for i in range(self.args.clients)))
         await asyncio.sleep(2)
 
     async def sampler(self) -> None:

@@ -16,6 +16,7 @@ import ctypes
 import ctypes.util
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 TRIM_AFTER_IDLE_S = 0.5  # a server with no request in flight this long hands its freed heap back
@@ -101,25 +102,22 @@ class IdleTrim:
     The batcher trims after a burst of batches, but the routes that never reach it (a PNG, a PDF, a share
     code) free their buffers into glibc's heap too, and it keeps them: without this, the RSS a server settles
     at after a load depended on which request happened to come last (the soak's CI failure of stop 24).
-    ``enter``/``leave`` wrap every request; the trim itself runs in a worker thread, off the event loop.
+    ``busy`` counts the requests in flight (the guard's own count); ``idle()`` is called when it falls to 0. The
+    trim itself runs in a worker thread, off the event loop.
     """
 
-    def __init__(self):
-        self.inflight = 0
-        self.last_leave = 0.0
+    def __init__(self, busy: Callable[[], int]):
+        self.busy = busy
+        self.idle_since = 0.0
         self.trimmed_at_mib = rss_mib()
 
-    def enter(self) -> None:
-        self.inflight += 1
+    def idle(self) -> None:
+        self.idle_since = time.monotonic()
+        asyncio.get_running_loop().call_later(TRIM_AFTER_IDLE_S, self._maybe_trim, self.idle_since)
 
-    def leave(self) -> None:
-        self.inflight -= 1
-        if self.inflight == 0:
-            self.last_leave = time.monotonic()
-            asyncio.get_running_loop().call_later(TRIM_AFTER_IDLE_S, self._maybe_trim, self.last_leave)
-
-    def _maybe_trim(self, left_at: float) -> None:
-        if self.inflight or left_at != self.last_leave or rss_mib() < self.trimmed_at_mib + TRIM_GROWTH_MIB:
+    def _maybe_trim(self, since: float) -> None:
+        # a request that came and went since then has scheduled its own check
+        if self.busy() or since != self.idle_since or rss_mib() < self.trimmed_at_mib + TRIM_GROWTH_MIB:
             return
         asyncio.get_running_loop().run_in_executor(None, self._trim)
 

@@ -48,7 +48,7 @@ class Guard:
 
     def __init__(self, app, state: dict, body_timeout_s: float):
         self.app, self.state, self.body_timeout_s = app, state, body_timeout_s
-        self.idle_trim = IdleTrim()
+        self.idle_trim = IdleTrim(lambda: state["inflight"])
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -97,9 +97,9 @@ class Guard:
             return {"type": "http.request", "body": body, "more_body": False}
 
         self.state["inflight"] += 1
-        self.idle_trim.enter()
         try:
             await self.app(scope, replay, secured)
         finally:
             self.state["inflight"] -= 1
-            self.idle_trim.leave()
+            if not self.state["inflight"]:
+                self.idle_trim.idle()
