@@ -15,7 +15,7 @@ from functools import lru_cache
 from importlib import resources
 from itertools import groupby
 
-from pypinyin import Style, lazy_pinyin, pinyin
+from pypinyin import Style, lazy_pinyin, load_single_dict, pinyin
 
 PING, ZE, EITHER, UNKNOWN = 1, 2, 3, 0
 MARK = {PING: "平", ZE: "仄", EITHER: "中", UNKNOWN: "？"}
@@ -30,6 +30,20 @@ def is_han(ch: str) -> bool:
 
 def _data(name: str) -> str:
     return resources.files("chunlian").joinpath("data", name).read_text(encoding="utf-8")
+
+
+def _load_readings() -> None:
+    """Put the commoner reading of a few polyphones first in pypinyin's table (data/readings.tsv); pypinyin's
+    table is process-wide, so this is done once, at import, before any line is read."""
+    table = {}
+    for line in _data("readings.tsv").splitlines():
+        if line and not line.startswith("#"):
+            ch, readings = line.split("\t")
+            table[ord(ch)] = readings
+    load_single_dict(table)
+
+
+_load_readings()
 
 
 @lru_cache(maxsize=1)

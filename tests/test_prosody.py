@@ -26,6 +26,17 @@ def test_xin_reads_polyphones_from_the_line():
     assert line_tones("长大", "xin")[0] == ZE
 
 
+@pytest.mark.parametrize("lower", ["春来福寿长", "年丰岁月长", "花开春意长"])
+def test_chang_ending_a_line_is_level(lower):
+    # pypinyin read a lone 长 as zhǎng, so a lower line ending 福寿长 was refused for not ending 平
+    assert line_tones(lower, "xin")[-1] == PING
+    assert check("人和家业旺", lower).rule("lower_ends_ping").passed
+
+
+def test_zhang_inside_a_word_stays_oblique():
+    assert line_tones("儿童茁壮成长", "xin")[-1] == ZE
+
+
 def test_marks_keep_punctuation_in_place():
     assert marks("春回大地，福满人间", "xin") == "平平仄仄，平仄平平"
 
