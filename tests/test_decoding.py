@@ -285,6 +285,8 @@ def test_another_couplet_after_the_first_costs_one_search_and_is_the_same_couple
     fresh = CoupletWriter(Counting(engine.lm))
     alone = run(fresh, 11)
     cold = fresh.lm.starts
+    run(fresh, 12)  # a second 换一副 of an input never shown: the couplet it avoids was kept from the first
+    assert fresh.lm.starts - cold < cold
     warm_writer = CoupletWriter(Counting(engine.lm))
     run(warm_writer, None)
     before = warm_writer.lm.starts

@@ -165,9 +165,7 @@ class CoupletWriter:
             return self._remember(
                 key, count, (yield from self._write(keywords, length, mode, count, None, tones, zodiac))
             )
-        avoid = self._recall(key)
-        if avoid is None:
-            avoid = yield from _first(self._write(keywords, length, mode, 1, None, tones, zodiac))
+        avoid = yield from self._avoided(key, self._write(keywords, length, mode, 1, None, tones, zodiac))
         return (yield from self._write(keywords, length, mode, count, seed, tones, zodiac, avoid))
 
     def _remember(self, key: tuple, count: int, res: Result) -> Result:
@@ -178,9 +176,17 @@ class CoupletWriter:
                 self._best[key] = (res.couplets[0].upper, res.couplets[0].lower)
         return res
 
-    def _recall(self, key: tuple) -> tuple[str, str] | None:
+    def _avoided(self, key: tuple, deterministic: Search) -> Search:
+        """The deterministic couplet a 换一副 steers away from: remembered, else searched once (``deterministic``,
+        not started unless needed) and kept for every other 换一副 of the same input."""
         with self._best_lock:
-            return self._best.get(key)
+            best = self._best.get(key)
+        if best is None:
+            best = yield from _first(deterministic)
+            if best is not None:
+                with self._best_lock:
+                    self._best[key] = best
+        return best
 
     def _write(self, keywords, length, mode, count, seed, tones, zodiac, avoid=None) -> Search:
         # a person's wish words are theirs: a character chunlian would not write (老师 辛苦) is kept, with a notice
@@ -366,9 +372,7 @@ class CoupletWriter:
         if seed is None:
             res = yield from self._match(upper, count, None, tones, zodiac, direction, lenient, register)
             return self._remember(key, count, res)
-        avoid = self._recall(key)
-        if avoid is None:
-            avoid = yield from _first(self._match(upper, 1, None, tones, zodiac, direction, lenient, register))
+        avoid = yield from self._avoided(key, self._match(upper, 1, None, tones, zodiac, direction, lenient, register))
         return (yield from self._match(upper, count, seed, tones, zodiac, direction, lenient, register, avoid))
 
     def _match(
