@@ -87,7 +87,12 @@ def zodiac_imagery() -> dict[str, tuple[str, ...]]:
 
 
 def _in_idiom(line: str, i: int) -> bool:
-    return any(line.find(idiom, max(0, i - 3), i + 4) >= 0 for idiom in zodiac_idioms())
+    """The character at ``i`` lies inside one of the idioms (not merely near one: 龙 beside 鼠标 is still 龙)."""
+    for idiom in zodiac_idioms():
+        start = line.find(idiom, max(0, i - len(idiom) + 1))
+        if 0 <= start <= i:
+            return True
+    return False
 
 
 def wrong_year(line: str, zodiac: str) -> list[str]:

@@ -24,6 +24,11 @@ def test_the_year_rule_knows_each_years_animal(year):
     assert wrong_year(f"{other}年兴旺", own) and wrong_year(f"{old}岁吉祥", own)
     assert wrong_year(f"辞{own}迎{old}", own)  # seen off and welcomed the wrong way round
     assert not wrong_year("龙腾虎跃迎新岁", own) and not wrong_year("金鸡报晓", own)  # idioms, not years
+    # an animal inside a thing's or a custom's name is no year: New Year's 舞龙 and 龙灯, a 鼠标, a 鸡蛋
+    assert not wrong_year("舞龙灯下闹元宵", own) and not wrong_year("鼠标轻点购年货", own)
+    assert not wrong_year("鸡蛋", own) and not wrong_year("恐龙", own)
+    assert wrong_year(f"{other}年兴旺龙灯亮", own)  # the word next to it does not excuse another animal
+    assert bool(wrong_year("龙飞鼠标", own)) == (own not in ("龙", "蛇"))
     # 犬 names the 狗 year as 狗 does (玉犬迎春 was let through for every year)
     assert bool(wrong_year("喜迎犬岁", own)) == (own != "狗") and bool(wrong_year("犬年吉祥", own)) == (own != "狗")
     assert bool(wrong_year("辞犬迎新", own)) == (old != "狗")
