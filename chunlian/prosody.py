@@ -15,7 +15,8 @@ from functools import lru_cache
 from importlib import resources
 from itertools import groupby
 
-from pypinyin import Style, lazy_pinyin, load_single_dict, pinyin
+from pypinyin import Style, lazy_pinyin, pinyin
+from pypinyin.seg.mmseg import seg
 
 PING, ZE, EITHER, UNKNOWN = 1, 2, 3, 0
 MARK = {PING: "平", ZE: "仄", EITHER: "中", UNKNOWN: "？"}
@@ -32,18 +33,19 @@ def _data(name: str) -> str:
     return resources.files("chunlian").joinpath("data", name).read_text(encoding="utf-8")
 
 
-def _load_readings() -> None:
-    """Put the commoner reading of a few polyphones first in pypinyin's table (data/readings.tsv); pypinyin's
-    table is process-wide, so this is done once, at import, before any line is read."""
-    table = {}
-    for line in _data("readings.tsv").splitlines():
-        if line and not line.startswith("#"):
-            ch, readings = line.split("\t")
-            table[ord(ch)] = readings
-    load_single_dict(table)
+@lru_cache(maxsize=1)
+def free_polyphones() -> frozenset[str]:
+    """新韵 polyphones counted as either tone unless a word of pypinyin's segmentation holds them
+    (data/polyphones.txt)."""
+    return frozenset(ln.strip() for ln in _data("polyphones.txt").splitlines() if ln.strip() and ln[0] != "#")
 
 
-_load_readings()
+def _alone(line: str) -> list[bool]:
+    """Per character: pypinyin's segmentation leaves it a word of its own (no word of its table decides it)."""
+    out = []
+    for word in seg.cut(line):
+        out += [len(word) == 1] * len(word)
+    return out if len(out) == len(line) else [True] * len(line)
 
 
 @lru_cache(maxsize=1)
@@ -88,6 +90,8 @@ def char_tone(ch: str, track: str = "xin") -> int:
         return pingshui_table().get(ch, UNKNOWN)
     if track != "xin":
         raise ValueError(f"unknown tone track {track!r}")
+    if ch in free_polyphones():
+        return EITHER
     return _tone_of_syllable(pinyin(ch, style=Style.TONE3, neutral_tone_with_five=True)[0][0])
 
 
@@ -106,9 +110,12 @@ def _line_tones(line: str, track: str) -> tuple[int, ...]:
         return tuple(UNKNOWN if c in PUNCT else char_tone(c, track) for c in line)
     out = []
     syls = lazy_pinyin(line, style=Style.TONE3, neutral_tone_with_five=True, errors=lambda s: ["?"] * len(s))
-    for ch, syl in zip(line, syls):
+    alone = _alone(line) if free_polyphones() & set(line) else []
+    for i, (ch, syl) in enumerate(zip(line, syls)):
         if ch in PUNCT:
             out.append(UNKNOWN)
+        elif alone and ch in free_polyphones() and alone[i]:
+            out.append(EITHER)
         else:
             code = _tone_of_syllable(syl)
             out.append(code or char_tone(ch, track))
@@ -303,6 +310,7 @@ def preload(chars: str = "") -> None:
     for c in chars:
         char_tone(c, "xin")
     pingshui_table()
+    free_polyphones()
     inauspicious()
     no_glyph()
     line_tones("春回大地千山秀", "xin")
