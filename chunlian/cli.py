@@ -239,6 +239,7 @@ def cmd_prefer(args) -> None:
         lr=args.lr,
         batch_size=args.batch_size,
         threads=args.threads,
+        sft=args.sft,
     )
     _export_to(ckpt, args.export)
 
@@ -452,6 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
     pf.add_argument("--epochs", type=int, default=2)
     pf.add_argument("--lr", type=float, default=5e-6)
     pf.add_argument("--batch-size", type=int, default=16)
+    pf.add_argument("--sft", type=float, default=0.0, help="weight of the chosen couplet's likelihood beside DPO")
     pf.add_argument("--threads", type=int, default=0)
     pf.add_argument("--export", default=None, help="export to this model directory when done")
     pf.set_defaults(func=cmd_prefer)

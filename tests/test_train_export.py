@@ -219,3 +219,36 @@ def test_readers_choices_move_the_model_towards_the_chosen_couplets(trained, tmp
     out = dpo(str(start), [judgments], str(tmp_path / "run"), epochs=4, lr=3e-3, batch_size=8, log=lambda m: None)
     export(out, tmp_path / "after", quantize=False)
     assert margin(tmp_path / "after") > margin(start) + 1.0
+
+
+def test_the_chosen_couplets_own_likelihood_can_be_kept_up_beside_dpo(trained, tmp_path):
+    """DPO alone may lower the chosen couplet too, as long as the rejected one falls further; with ``sft`` the
+    chosen couplets end more likely than without it."""
+    from chunlian.model.export import export, load_exported
+    from chunlian.model.prefer import completion_logp, dpo, read_judgments
+
+    ckpt, _ = trained
+    start = tmp_path / "start"
+    export(ckpt, start, quantize=False)
+    rows = [("keywords", "春", "春回大地千山秀/日暖神州万物荣", "一帆风顺年年好/万事如意步步高")] * 16
+    judgments = tmp_path / "judgments.tsv"
+    judgments.write_text("\n".join("\t".join(r) for r in rows) + "\n", encoding="utf-8")
+
+    def chosen(sft):
+        out = dpo(
+            str(start),
+            [judgments],
+            str(tmp_path / f"run{sft}"),
+            epochs=2,
+            lr=3e-3,
+            batch_size=8,
+            sft=sft,
+            log=lambda m: None,
+        )
+        export(out, tmp_path / f"after{sft}", quantize=False)
+        model, tok = load_exported(tmp_path / f"after{sft}")
+        js = read_judgments([judgments], tok)
+        with torch.no_grad():
+            return float(completion_logp(model, [js[0].prompt + js[0].chosen], [len(js[0].prompt)])[0])
+
+    assert chosen(1.0) > chosen(0.0) + 1.0

@@ -187,5 +187,6 @@ def train(
             save()
             t_last_ckpt = now
     save()
-    log(f"done: step {step}, {tokens:,} tokens, loss {ema:.3f}, checkpoint {ckpt_path}")
+    loss = "none (the budget ran out before the first step)" if ema is None else f"{ema:.3f}"
+    log(f"done: step {step}, {tokens:,} tokens, loss {loss}, checkpoint {ckpt_path}")
     return ckpt_path
