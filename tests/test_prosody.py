@@ -110,3 +110,20 @@ def test_the_rule_report_names_every_field_of_every_rule():
     fields = [f.name for f in dataclasses.fields(Rule)]
     assert rep.rules and all(list(r) == fields for r in rep.to_dict()["rules"])
     assert rep.to_dict()["rules"][0] == dataclasses.asdict(rep.rules[0])
+
+
+def test_a_characters_own_class_is_its_first_pypinyin_reading():
+    """The decoder's masks read ``char_tone`` for the whole vocabulary, from pypinyin's table directly (fast at
+    start): every character of the basic block gets the class ``pinyin(ch)`` gives, 长 aside (either)."""
+    from pypinyin import Style, pinyin
+
+    from chunlian.prosody import _tone_of_syllable, free_polyphones
+
+    for code in range(0x4E00, 0xA000):
+        ch = chr(code)
+        want = (
+            EITHER
+            if ch in free_polyphones()
+            else _tone_of_syllable(pinyin(ch, style=Style.TONE3, neutral_tone_with_five=True)[0][0])
+        )
+        assert char_tone(ch, "xin") == want, ch
