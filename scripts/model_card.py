@@ -198,8 +198,8 @@ def model_section(params: dict, sizes: dict) -> list[str]:
         "`<kw> 词 <sp> 词 <bos> …` (wish words), `<acr> 头字 <bos> …` (藏头), `<rev> 下联 <sep> 上联 <eos>` (reverse). "
         "A leading `<chun>` asks for the spring register: the 春联 book's pairs carry it in training; wish words "
         "and 藏头 ask for it, a given line only when it speaks of spring (`--register`).",
-        "- Served as ONNX with a KV cache (`past` in, `present` out) under ONNX Runtime; int8 (dynamically "
-        "quantised) by default, the fp32 graph beside it (docs/PRECISION.md).",
+        "- Served as ONNX with a KV cache (`past` in, `present` out) under ONNX Runtime; int8 (static, "
+        "calibrated QDQ) by default, the fp32 graph beside it (docs/PRECISION.md).",
         "- Ranking (`chunlian/decoding/rerank.py`): forward log-prob per character, plus "
         "the reverse direction's (relevance), soft rules, stock spans costing the search, the year's imagery, "
         "and a 字对 bonus in the search for characters that answer the other line's at the same place "
