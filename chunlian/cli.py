@@ -273,8 +273,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def cmd_serve(args) -> None:
-    from chunlian.engine import Startup, memory
     from chunlian.engine.settings import Settings
+    from chunlian.server import serve
 
     names = [
         "model_dir",
@@ -294,13 +294,7 @@ def cmd_serve(args) -> None:
     given = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
     if args.kiosk:
         given["kiosk"] = True
-    settings = Settings(**given)
-    memory.limit_arenas()  # before any thread starts
-    startup = Startup(settings)  # the model loads and warms while the web stack imports
-
-    from chunlian.server import serve
-
-    serve(args.host, args.port, settings, startup)
+    serve(args.host, args.port, Settings(**given))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -36,7 +36,7 @@ from chunlian.model.tokenizer import Tokenizer
 SCRIPTS = ("simplified", "traditional")
 TIMED_OUT = CoupletError("timeout", "生成超时，请再试一次", "the couplet took too long; try again")
 MAX_COUNT = 8
-__all__ = ["Engine", "Settings", "Startup", "Overloaded", "check_couplet", "load_model"]
+__all__ = ["Engine", "Settings", "Overloaded", "check_couplet", "load_model"]
 
 
 @lru_cache(maxsize=1)
@@ -69,32 +69,6 @@ def load_model(backend: str = "onnx", model_dir=None, precision: str = "fp32", t
 
         return HFCoupletLM(model_dir, layout=backend)
     raise ValueError(f"unknown backend {backend!r}")
-
-
-class Startup:
-    """The serving engine, built and warmed in a thread of its own from the moment it is asked for.
-
-    ``chunlian serve`` asks before it imports the web stack (FastAPI builds its models for about 0.7 s), so the
-    model loads, and its first searches run, while that happens; ONNX Runtime releases the GIL while it builds
-    its session and runs. ``loaded`` holds the engine (or the error that stopped it), ``warmed`` the warm-up's
-    seconds once it is ready."""
-
-    def __init__(self, settings: Settings):
-        self.loaded: Future[Engine] = Future()
-        self.warmed: Future[float] = Future()
-        threading.Thread(target=self._run, args=(settings,), name="chunlian-start", daemon=True).start()
-
-    def _run(self, settings: Settings) -> None:
-        try:
-            engine = Engine(settings=settings, batching=True)
-        except BaseException as exc:  # the caller re-raises it (a broken model refuses to start)
-            self.loaded.set_exception(exc)
-            return
-        self.loaded.set_result(engine)
-        try:
-            self.warmed.set_result(engine.warm() if settings.warm else 0.0)
-        except BaseException as exc:
-            self.warmed.set_exception(exc)
 
 
 class Engine:

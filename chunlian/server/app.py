@@ -12,7 +12,6 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from concurrent.futures import Future
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
@@ -22,7 +21,7 @@ from fastapi.responses import JSONResponse
 from fastapi.utils import is_body_allowed_for_status_code
 from starlette.exceptions import HTTPException
 
-from chunlian.engine import TIMED_OUT, Engine, Overloaded, Settings, Startup, memory
+from chunlian.engine import TIMED_OUT, Engine, Overloaded, Settings, memory
 from chunlian.errors import CoupletError
 from chunlian.server import api, health, page, prints
 from chunlian.server.errors import (
@@ -39,11 +38,8 @@ from chunlian.server.errors import (
 from chunlian.server.guard import Guard, security_headers
 
 
-def create_app(
-    engine: Engine | None = None, settings: Settings | None = None, warming: Future[float] | None = None
-) -> FastAPI:
-    """The app around one engine; without one, it builds a batching engine from ``settings``. ``warming``: the
-    engine is being warmed elsewhere (``Startup``), and the app is ready once that is done.
+def create_app(engine: Engine | None = None, settings: Settings | None = None) -> FastAPI:
+    """The app around one engine; without one, it builds a batching engine from ``settings``.
 
     Its parts, each added by its own function below: the error handlers, health and metrics, the couplet
     routes, and the page with its files and the API docs."""
@@ -54,7 +50,7 @@ def create_app(
         title="chunlian 春联",
         version="0.1.0",
         description=API_DOC,
-        lifespan=_lifespan(state, settings, owned=engine is None, warming=warming),
+        lifespan=_lifespan(state, settings, owned=engine is None),
         docs_url=None,
         redoc_url=None,
     )
@@ -68,7 +64,7 @@ def create_app(
     return app
 
 
-def _lifespan(state: dict, settings: Settings, owned: bool, warming: Future[float] | None = None):
+def _lifespan(state: dict, settings: Settings, owned: bool):
     """Load (unless given) and warm the engine in a thread, so ``/healthz`` answers from the first moment;
     close it at the end if the app built it."""
 
@@ -76,9 +72,7 @@ def _lifespan(state: dict, settings: Settings, owned: bool, warming: Future[floa
         try:
             if state["engine"] is None:
                 state["engine"] = Engine(settings=settings, batching=True)
-            if warming is not None:
-                print(f"chunlian: warmed in {warming.result():.2f} s", flush=True)
-            elif settings.warm:
+            if settings.warm:
                 print(f"chunlian: warmed in {state['engine'].warm():.2f} s", flush=True)
             state["ready"] = True
         except Exception as exc:  # shown on /healthz and in the log; /readyz stays 503
@@ -140,21 +134,16 @@ def _add_error_handlers(app: FastAPI, state: dict) -> None:
 # -- health and metrics: for the orchestrator and Prometheus, open while draining (Guard) -----------------
 
 
-def serve(
-    host: str = "127.0.0.1", port: int = 8000, settings: Settings | None = None, startup: Startup | None = None
-) -> None:
+def serve(host: str = "127.0.0.1", port: int = 8000, settings: Settings | None = None) -> None:
     """Serve until SIGTERM (drain, then exit 0) or Ctrl+C. The model is loaded before the port opens, so a
-    broken one raises CoupletError here: the CLI prints its one line and exits non-zero. ``startup``: the engine
-    already being built for ``settings`` (the CLI starts it before importing this module)."""
+    broken one raises CoupletError here: the CLI prints its one line and exits non-zero."""
     import uvicorn
 
+    memory.limit_arenas()  # before the model's and the server's threads start
     settings = settings or Settings()
-    if startup is None:
-        memory.limit_arenas()  # before the model's and the server's threads start
-        startup = Startup(settings)
     print(f"chunlian settings: {settings.describe()}", flush=True)
-    engine = startup.loaded.result()
-    app = create_app(engine, warming=startup.warmed)
+    engine = Engine(settings=settings, batching=True)
+    app = create_app(engine)
     grace_s = settings.request_timeout_s + 5  # no request runs longer than request_timeout_s
 
     class Server(uvicorn.Server):
