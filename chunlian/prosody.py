@@ -95,7 +95,7 @@ def char_tone(ch: str, track: str = "xin") -> int:
     if ch in free_polyphones():
         return EITHER
     # the first reading in pypinyin's own table, as ``pinyin(ch)`` gives it, without its per-call work (the
-    # decoder's masks read every character of the vocabulary: 0.25 s → 0.1 s at start)
+    # decoder's masks read every character of the vocabulary: the preload 0.25 s → 0.2 s)
     readings = pinyin_dict.get(ord(ch)) if len(ch) == 1 else None
     if readings:
         return _tone_of_syllable(to_tone3(readings.split(",")[0], neutral_tone_with_five=True))
