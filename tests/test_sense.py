@@ -3,7 +3,9 @@ repeats, a person's own line accepted, freshness across many wish words, and the
 
 from pathlib import Path
 
+import numpy as np
 import pytest
+from script_support import load_script
 
 from chunlian.calendar import ANIMALS, previous_animal, spring_festival, wrong_year
 from chunlian.decoding import rerank
@@ -123,17 +125,61 @@ CLASSICS = [
 
 
 def test_the_hengpi_follows_the_couplet_not_one_favourite():
-    """Across many different couplets no single 横批 is chosen for most of them (before centring,
-    三阳开泰 or 羊年大吉 was chosen for 299 of 300 real 春联)."""
+    """Across many different couplets no single 横批 is chosen for most of them (a cosine in the model's
+    character space once chose 三阳开泰 or 羊年大吉 for 299 of 300 real 春联)."""
     from collections import Counter
 
     from chunlian.decoding.hengpi import HengpiChooser
-    from chunlian.model.runtime import OnnxLM
 
-    lm = OnnxLM(precision="fp32")
-    hp = HengpiChooser(lm.itos, lm.embeddings)
+    hp = HengpiChooser()
     picks = Counter(hp.choose(u, lo, "", "羊") for u, lo in CLASSICS)
     assert picks.most_common(1)[0][1] <= len(CLASSICS) // 4, picks
+
+
+WRITTEN = Path(__file__).resolve().parents[1] / "data" / "written" / "chunlian_written.tsv"
+
+
+def test_the_hengpi_is_one_the_teachers_chose_for_couplets_like_it():
+    """For a written couplet of a theme, the 横批 is one that writers chose over couplets holding the theme's own
+    characters (a new home: 乔迁之喜 or 新居纳福, not 江山如画), and different themes get different 横批."""
+    from chunlian.decoding.hengpi import HengpiChooser
+
+    hp = HengpiChooser()
+    rows = [ln.split("\t") for ln in WRITTEN.read_text(encoding="utf-8").splitlines() if not ln.startswith("#")]
+    picks = {}
+    for theme in ("乔迁", "汤圆", "开业", "高考", "退休", "新居", "饺子", "理发"):
+        upper, lower, _, _, words = next(r for r in rows if r[4] == theme and r[3] == "theme")
+        h = hp.choose(upper, lower, theme, "羊")
+        k = next(i for i, p in enumerate(hp.phrases) if p.text == h)
+        evidence = [c for c in theme if c in hp.table.index and k in hp.table.index[c][0]]
+        assert evidence, (theme, upper, lower, h)
+        picks[theme] = h
+    assert len(set(picks.values())) >= 6, picks
+
+
+def test_a_hengpi_that_names_a_year_is_offered_only_in_that_year():
+    from chunlian.decoding.hengpi import HengpiChooser
+
+    hp = HengpiChooser()
+    named = {p.text: p.zodiac for p in hp.phrases if p.zodiac}
+    assert named.get("羊年大吉") == "羊" and named.get("辞马迎羊") == "羊"  # the animal welcomed, not the one seen off
+    upper, lower = "金羊献瑞千家乐", "紫燕衔春万户新"
+    for zodiac in ("羊", "猴", "龙"):
+        chosen = {hp.choose(upper, lower, "羊", zodiac, np.random.default_rng(s), top=6) for s in range(12)}
+        assert all(named.get(h, zodiac) == zodiac for h in chosen), (zodiac, chosen)
+    assert any(
+        named.get(h) == "羊"
+        for h in {hp.choose(upper, lower, "羊", "羊", np.random.default_rng(s), top=6) for s in range(12)}
+    )
+
+
+def test_the_hengpi_table_is_rebuilt_by_its_script(tmp_path):
+    """chunlian/data/hengpi_fit.tsv is what scripts/build_hengpi_table.py makes of the written corpus: not edited."""
+    b = load_script(Path(__file__).resolve().parents[1] / "scripts" / "build_hengpi_table.py")
+    out = tmp_path / "hengpi_fit.tsv"
+    b.main(["--out", str(out)])
+    shipped = Path(b.OUT).read_text(encoding="utf-8")
+    assert out.read_text(encoding="utf-8") == shipped
 
 
 @pytest.mark.parametrize("words", [["如意"], ["平安"], ["飞跃"], ["高铁"], ["教师"]])

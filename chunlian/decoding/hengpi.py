@@ -1,23 +1,26 @@
-"""横批: a four-character phrase from the shipped vocabulary, chosen to fit the couplet.
+"""横批: a four-character phrase that sums the couplet up, chosen the way the teachers chose theirs.
 
-A 横批 sums the couplet up; it does not repeat it. A phrase written inside either line, or sharing
-three of its characters with the couplet, is never chosen; fit is the cosine between the phrase
-and the couplet in the model's own character space (its embedding, reduced at export), with a
-small bonus for echoing a wish word once and a cost for every further shared character. The year's
-zodiac phrases (羊年: 三阳开泰, 喜气洋洋) join the list only in their own year.
+The phrases and their fit come from the written corpus (data/written/, 22,223 couplets each with the 横批 its
+writer chose; scripts/build_hengpi_table.py): a phrase writers chose at least five times, scored for a couplet by a
+naive Bayes classifier over the characters of the couplets it was chosen for. 汤圆 gets 团圆美满, a new home
+新居纳福, where a cosine in the model's character space gave 蒸蒸日上 or 江山如画 to nearly anything (a blind read
+of the two: docs/reads/hengpi/).
 
-Vectors are centred on the phrases' mean before the cosine: every festive text shares a common
-direction, and without centring the phrase nearest that mean wins for nearly any couplet (三阳开泰 or
-羊年大吉 for 299 of the first 300 seven-character pairs of the 春联 book; 77 different phrases after).
+A 横批 sums the couplet up; it does not repeat it. A phrase written inside either line, or sharing three of its
+characters with the couplet, is never chosen, and each character it shares beyond the first costs. A phrase that
+names a zodiac year (羊年大吉, 三阳开泰) is offered only in that year.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
 import numpy as np
+
+from chunlian.prosody import is_han
 
 
 @dataclass(frozen=True)
@@ -41,31 +44,59 @@ def vocabulary() -> tuple[Phrase, ...]:
     return tuple(out)
 
 
+SHARED_COST = 1.0  # per character of the phrase beyond the first that the couplet already holds
+PRIOR_WEIGHT = 1.0  # on the log of how often writers chose a phrase
+
+
+@dataclass(frozen=True)
+class Fitted:
+    phrases: tuple[Phrase, ...]
+    const: np.ndarray  # per phrase: paid once for every character scored
+    prior: np.ndarray  # per phrase: PRIOR_WEIGHT * log(times chosen)
+    index: dict[str, tuple[np.ndarray, np.ndarray]]  # character -> (phrases, weights)
+
+
+@lru_cache(maxsize=1)
+def fitted() -> Fitted:
+    """The table of scripts/build_hengpi_table.py, as arrays and an index from character to phrases (parsed in
+    bulk: 40,000 cells, part of every start)."""
+    text = resources.files("chunlian").joinpath("data", "hengpi_fit.tsv").read_text(encoding="utf-8")
+    rows = [ln.split("\t") for ln in text.splitlines() if ln and not ln.startswith("#")]
+    phrases = tuple(Phrase(r[0], None if r[2] == "-" else r[2]) for r in rows)
+    prior = PRIOR_WEIGHT * np.log(np.array([int(r[1]) for r in rows], np.float32))
+    const = np.array([float(r[3]) for r in rows], np.float32)
+    cells = [r[4] if len(r) > 4 else "" for r in rows]
+    owner = np.repeat(np.arange(len(rows), dtype=np.int32), [c.count(":") for c in cells])
+    joined = " ".join(cells)
+    chars = np.array([ord(c) for c in re.findall(r"(\S):", joined)], np.int32)
+    weights = np.array(re.findall(r":(\S+)", joined), np.float32)
+    order = np.argsort(chars, kind="stable")
+    chars, owner, weights = chars[order], owner[order], weights[order]
+    codes, starts = np.unique(chars, return_index=True)
+    ends = [*starts[1:], len(chars)]
+    index = {chr(c): (owner[a:b], weights[a:b]) for c, a, b in zip(codes, starts, ends)}
+    return Fitted(phrases, const, prior, index)
+
+
 class HengpiChooser:
-    def __init__(self, itos: list[str], vectors: np.ndarray | None):
-        self.stoi = {c: i for i, c in enumerate(itos)}
-        self.vectors = vectors
-        self.phrases = vocabulary()
-        self.texts = frozenset(p.text for p in self.phrases)  # also the set phrases wish words may form
-        self._chars = [frozenset(p.text) for p in self.phrases]
-        self._pvec = None
-        if vectors is not None:
-            raw = np.stack([self._mean(p.text) for p in self.phrases])
-            self._centre = raw.mean(axis=0)
-            self._pvec = np.stack([self._vec(p.text) for p in self.phrases])
+    def __init__(self):
+        self.table = fitted()
+        self.phrases = self.table.phrases
+        self.texts = frozenset(p.text for p in vocabulary())  # the book's set phrases, which wish words may form
+        self._codes = np.array([[ord(c) for c in p.text] for p in self.phrases], np.int32)
+        self._first = np.array([[p.text.index(c) == i for i, c in enumerate(p.text)] for p in self.phrases])
+        self._text = np.array([p.text for p in self.phrases])
+        self._zodiac = np.array([p.zodiac or "" for p in self.phrases])
 
-    def _mean(self, text: str) -> np.ndarray:
-        ids = [self.stoi[c] for c in text if c in self.stoi]
-        if not ids:
-            return np.zeros(self.vectors.shape[1], np.float32)
-        v = self.vectors[ids].astype(np.float32).mean(axis=0)
-        return v / (np.linalg.norm(v) + 1e-8)
-
-    def _vec(self, text: str) -> np.ndarray:
-        if self.vectors is None:
-            return np.zeros(1, np.float32)
-        v = self._mean(text) - self._centre
-        return v / (np.linalg.norm(v) + 1e-8)
+    def scores(self, text: str) -> np.ndarray:
+        """Every phrase's fit to ``text`` (the couplet's characters and the wish words): log-odds, higher fits."""
+        t = self.table
+        s = t.prior + len(text) * t.const
+        for ch in text:
+            hit = t.index.get(ch)
+            if hit is not None:
+                s[hit[0]] += hit[1]
+        return s
 
     def choose(
         self,
@@ -79,18 +110,16 @@ class HengpiChooser:
     ) -> str:
         """The best-fitting phrase (with ``rng``: one of the ``top`` best), never ``avoid``."""
         couplet = upper + lower
-        chars, wished = set(couplet), set(keywords)
-        idx, bonus = [], []
-        for i, (p, own) in enumerate(zip(self.phrases, self._chars)):
-            shared = len(own & chars)
-            fits = p.text not in upper and p.text not in lower and p.text != avoid
-            if p.zodiac in (None, zodiac) and shared < 3 and fits:
-                idx.append(i)
-                bonus.append(0.1 * bool(own & wished) - 0.1 * max(0, shared - 1) + 0.03 * bool(p.zodiac))
-        if self._pvec is not None:
-            sim = self._pvec[idx] @ self._vec(couplet)
-        else:
-            sim = np.zeros(len(idx))
-        order = np.argsort(-(sim + np.array(bonus)))
+        fit = self.scores("".join(c for c in couplet + keywords if is_han(c)))
+        held = np.isin(self._codes, [ord(c) for c in set(couplet)])
+        shared = (held & self._first).sum(axis=1)  # distinct characters: 红红火火 shares two with 红似火
+        ok = (shared < 3) & ((self._zodiac == "") | (self._zodiac == (zodiac or "")))
+        for i in np.flatnonzero(held.all(axis=1)):  # all its characters in the couplet: written in a line?
+            if self.phrases[i].text in upper or self.phrases[i].text in lower:
+                ok[i] = False
+        if avoid:
+            ok &= self._text != avoid
+        idx = np.flatnonzero(ok)
+        order = np.argsort(-(fit[idx] - SHARED_COST * np.maximum(0, shared[idx] - 1)), kind="stable")
         pick = order[0] if rng is None else order[int(rng.integers(0, min(top, len(order))))]
         return self.phrases[idx[pick]].text

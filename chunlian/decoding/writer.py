@@ -120,8 +120,7 @@ class CoupletWriter:
         self.lm = lm
         self.vocab = {c for c in lm.itos if len(c) == 1}
         self._masks: dict[str, VocabMasks] = {}
-        vectors = getattr(lm, "embeddings", None)
-        self.hengpi = HengpiChooser(lm.itos, vectors)
+        self.hengpi = HengpiChooser()
         # the weights of freshness and relevance (set to 0 to measure what each one adds)
         self.stock_cost, self.relevance_weight = rerank.STOCK_COST, rerank.RELEVANCE_WEIGHT
         self.write_relevance_weight = rerank.WRITE_RELEVANCE_WEIGHT

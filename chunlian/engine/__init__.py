@@ -252,7 +252,7 @@ class Engine:
         script: str = "simplified",
         year: int | None = None,
     ) -> dict:
-        """Another 横批 for a couplet (no model call: the phrases are ranked by the model's embeddings)."""
+        """Another 横批 for a couplet (no model call: the phrases are ranked by the teachers' table, ``decoding.hengpi``)."""
         self._options(1, script)
         y = self.year(year)
         u, lo = inputs.pair(upper, lower)  # traditional input read as the rest of the API reads it
