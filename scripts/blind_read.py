@@ -14,6 +14,7 @@ per item: ``number<TAB>machine|person<TAB>score 1–5``.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import random
 import statistics
@@ -89,6 +90,13 @@ def dump(args) -> None:
     from chunlian.engine import Engine
 
     writer, zodiac, out = Engine(cache_size=0, precision=args.precision).writer, coming_year().zodiac, []
+    for name, _, value in (s.partition("=") for s in args.set or ()):
+        # a ranking weight of the writer (stock_cost) or a module's constant (rerank.IMAGERY_BONUS), to read a
+        # state with one of them off
+        owner, _, attr = name.rpartition(".")
+        target = importlib.import_module(f"chunlian.decoding.{owner}") if owner else writer
+        getattr(target, attr)  # a misspelt name fails here, not silently
+        setattr(target, attr, float(value))
     if args.dev_lines:
         return dump_matches(args, writer, zodiac)
     for f in args.keywords or sorted(Path("docs").glob("keywords*.txt")):
@@ -204,6 +212,57 @@ def wish_scores(args) -> None:
     print(json.dumps({m: {"items": len(v), "mean": round(statistics.mean(v), 2)} for m, v in scores.items()}))
 
 
+def hengpi(args) -> None:
+    """A preference read of 横批 alone: each item shows the wish words, a couplet and two 横批 for it, one from the
+    chooser at ``--base`` (a git revision's chunlian/decoding/hengpi.py) and one from this checkout's; the key says
+    which chooser gave 横批 1. Items where the two agree are left out. Score it with ``prefer``."""
+    import subprocess
+    import sys
+    import types
+
+    from chunlian.decoding.hengpi import HengpiChooser
+    from chunlian.engine import Engine
+
+    engine = Engine(cache_size=0)
+    writer, zodiac = engine.writer, coming_year().zodiac
+    src = subprocess.run(
+        ["git", "show", f"{args.base}:chunlian/decoding/hengpi.py"], capture_output=True, text=True, check=True
+    ).stdout
+    old = sys.modules["hengpi_base"] = types.ModuleType("hengpi_base")
+    exec(compile(src, "hengpi_base", "exec"), old.__dict__)  # noqa: S102 — the project's own file at a revision
+    lm = writer.lm
+    choosers = {"a": old.HengpiChooser(lm.itos, lm.embeddings), "b": HengpiChooser()}
+    rng, rows = random.Random(args.seed), []
+    for f in args.keywords:
+        for k, words in enumerate(ln.split() for ln in Path(f).read_text(encoding="utf-8").splitlines()):
+            if not words:
+                continue
+            for n in (
+                (args.lengths[0], args.lengths[1 + k % (len(args.lengths) - 1)])
+                if len(args.lengths) > 1
+                else args.lengths
+            ):
+                try:
+                    c = writer.write(words, length=n, count=1, zodiac=zodiac).couplets[0]
+                except Exception:  # noqa: BLE001 — no couplet, nothing to put a 横批 on
+                    continue
+                h = {s: ch.choose(c.upper, c.lower, "".join(words), zodiac) for s, ch in choosers.items()}
+                if h["a"] != h["b"]:
+                    rows.append((" ".join(words), c.upper, c.lower, h))
+    rng.shuffle(rows)
+    lines, key = [], {}
+    for i, (words, upper, lower, h) in enumerate(rows, 1):
+        first = "b" if rng.random() < 0.5 else "a"
+        second = "a" if first == "b" else "b"
+        lines.append(f"{i}\t{words}\t{upper} / {lower}\t{h[first]}\t{h[second]}")
+        key[str(i)] = first
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "items.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (out / "key.json").write_text(json.dumps(key), encoding="utf-8")
+    print(f"{len(rows)} couplets whose 横批 differ -> {out / 'items.txt'}; key (a: {args.base}, b: this checkout)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(required=True)
@@ -233,6 +292,9 @@ def main() -> None:
     d.add_argument(
         "--precision", default="fp32", choices=["fp32", "int8"], help="the ONNX graph the couplets come from"
     )
+    d.add_argument(
+        "--set", action="append", metavar="NAME=VALUE", help="a writer weight (stock_cost=0) or rerank.CONSTANT=0"
+    )
     d.set_defaults(func=dump)
     pr = sub.add_parser("pairs")
     pr.add_argument("a")
@@ -256,6 +318,19 @@ def main() -> None:
     ws.add_argument("answers")
     ws.add_argument("key")
     ws.set_defaults(func=wish_scores)
+    hp = sub.add_parser("hengpi", help="a preference read of two 横批 choosers on the same couplets")
+    hp.add_argument("--base", required=True, help="the git revision whose chooser is 'a'")
+    hp.add_argument("--keywords", nargs="+", default=["docs/keywords.txt", "docs/keywords_everyday.txt"])
+    hp.add_argument(
+        "--lengths",
+        type=int,
+        nargs="+",
+        default=[7, 5, 9, 11],
+        help="the first for every input, then one of the rest in turn",
+    )
+    hp.add_argument("--out", required=True)
+    hp.add_argument("--seed", type=int, default=2027)
+    hp.set_defaults(func=hengpi)
     args = ap.parse_args()
     args.func(args)
 
