@@ -252,3 +252,16 @@ def test_the_chosen_couplets_own_likelihood_can_be_kept_up_beside_dpo(trained, t
             return float(completion_logp(model, [js[0].prompt + js[0].chosen], [len(js[0].prompt)])[0])
 
     assert chosen(1.0) > chosen(0.0) + 1.0
+
+
+def test_a_paused_training_does_not_spend_the_pause_from_its_schedule():
+    """A training stopped (SIGSTOP) while a benchmark runs resumes where its schedule was: the step that spans the
+    pause counts as a usual step, so the learning rate and the budget go on from where they were."""
+    from chunlian.model.train import PausedSteps
+
+    counted = PausedSteps()
+    steps = [0.9, 1.1, 1.0, 1.0, 600.0, 1.0, 1.2]  # ten minutes stopped within the fifth step
+    spent = sum(counted(s) for s in steps)
+    assert spent < 8 and sum(steps) > 600
+    slower = PausedSteps()  # steps that slow down under load (other work beside it) still count in full
+    assert sum(slower(s) for s in [1.0, 2.0, 4.0, 8.0, 12.0]) == 27.0

@@ -86,6 +86,24 @@ def dev_loss(model: GPT, tok: Tokenizer, pairs, batch_size: int = 256, seed: int
     return total / max(count, 1)
 
 
+class PausedSteps:
+    """What a step counts against the time budget: its own time, or the usual step's where it took far longer.
+
+    A step that spans a pause (SIGSTOP while a benchmark runs, a suspended machine) would otherwise spend the pause
+    from the schedule: the learning rate decays and the budget ends with no training done in it."""
+
+    PAUSED = 20.0  # times the usual step
+
+    def __init__(self):
+        self.usual: float | None = None
+
+    def __call__(self, seconds: float) -> float:
+        if self.usual is not None and seconds > self.PAUSED * self.usual:
+            return self.usual
+        self.usual = seconds if self.usual is None else 0.9 * self.usual + 0.1 * seconds
+        return seconds
+
+
 def train(
     data_dir: str,
     out_dir: str,
@@ -153,6 +171,7 @@ def train(
         )
 
     model.train()
+    step_time = PausedSteps()
     t_last_log = t_last_ckpt = time.time()
     ema, tok_since, t0 = None, 0, time.time()
     while elapsed < budget:
@@ -173,7 +192,7 @@ def train(
         tok_since += n
         ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item()
         now = time.time()
-        elapsed += now - t0
+        elapsed += step_time(now - t0)
         t0 = now
         if now - t_last_log > 30:
             rate = tok_since / (now - t_last_log)
