@@ -97,8 +97,7 @@ def dev_losses(data: str, model_dir: Path) -> dict:
 
 
 def dev_metrics(eng, data: str, limit: int, tmp: Path) -> dict:
-    """Each dev set with the shipped reranking, and again without relevance and without the 字对
-    bonus (what each one adds)."""
+    """Each dev set with the shipped reranking, and again without relevance (what it adds)."""
     results = {}
     for name, (srcs, register) in SETS.items():
         f = tmp / f"dev{len(results)}.tsv"
@@ -106,7 +105,7 @@ def dev_metrics(eng, data: str, limit: int, tmp: Path) -> dict:
         r = evaluate.eval_pairs(eng, f, out=tmp / f"out{len(results)}.tsv", register=register)
         r |= {"dev_pairs_total": total, "register": register}
         again = functools.partial(evaluate.eval_pairs, eng, f, register=register)
-        for knob in ("relevance_weight", "pair_weight"):
+        for knob in ("relevance_weight",):
             r[f"bleu4_no_{knob}"] = weighted(eng.writer, knob, 0.0, again)["bleu4"]
         results[name] = r
     return results
@@ -201,9 +200,9 @@ def model_section(params: dict, sizes: dict) -> list[str]:
         "- Served as ONNX with a KV cache (`past` in, `present` out) under ONNX Runtime; int8 (static, "
         "calibrated QDQ) by default, the fp32 graph beside it (docs/PRECISION.md).",
         "- Ranking (`chunlian/decoding/rerank.py`): forward log-prob per character, plus "
-        "the reverse direction's (relevance), soft rules, stock spans costing the search, the year's imagery, "
-        "and a 字对 bonus in the search for characters that answer the other line's at the same place "
-        "(PMI of aligned characters in the training split, `scripts/build_pair_table.py`).",
+        "the reverse direction's (relevance, for 对对子), soft rules, and stock spans costing the search. The 横批 is "
+        "chosen from the phrases the written corpus's writers chose, by a naive Bayes fit to their couplets "
+        "(`scripts/build_hengpi_table.py`).",
         "",
         "| file | bytes |",
         "| --- | --- |",
@@ -253,17 +252,16 @@ def dev_section(loss: dict, dev: dict) -> list[str]:
         "sacrebleu with character tokens against the one reference lower line. Skipped: dev lines outside the "
         "product's input limits (under 4 characters). No result: a character outside the vocabulary, or no "
         "candidate passed every hard rule. Hard pass, rhythm, 重字 and distinct-2 are over the couplets returned. "
-        "'no relevance': the same run with the reverse-direction score switched off; 'no 字对': without the "
-        "bonus for characters that answer the other line's at the same place (chunlian/data/char_pairs.tsv; off in the spring register).",
+        "'no relevance': the same run with the reverse-direction score switched off.",
         "",
-        "| set | register | n (of dev total) | skipped | no result | BLEU-4 | BLEU-4 no relevance | BLEU-4 no 字对 "
+        "| set | register | n (of dev total) | skipped | no result | BLEU-4 | BLEU-4 no relevance "
         "| exact | hard pass | rhythm opposed | 重字 | distinct-2 |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, r in dev.items():
         lines.append(
             f"| {name} | {r['register']} | {r['n']} ({r['dev_pairs_total']}) | {r['skipped']} | {r['failed']} | "
-            f"{r['bleu4']} | {r['bleu4_no_relevance_weight']} | {r['bleu4_no_pair_weight']} | {r['exact_match']:.2%} | {r['hard_pass_rate']:.2%} | "
+            f"{r['bleu4']} | {r['bleu4_no_relevance_weight']} | {r['exact_match']:.2%} | {r['hard_pass_rate']:.2%} | "
             f"{r['rhythm_opposition_rate']:.2%} | {r['repeat_rate']:.2%} | {r['distinct2']:.3f} |"
         )
     return lines + [""]
@@ -279,7 +277,7 @@ def keyword_section(kw: dict) -> list[str]:
         "",
         "| set | groups | no result | presence | hard pass | rhythm | spans in >3 | most repeated span | "
         "seed differs | wrong year | negated | 横批 repeats | 横批 most used |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, k in kw.items():
         spans = ", ".join(f"{s} ×{n}" for s, n in list(k["stock_spans"].items())[:6]) or "none"

@@ -66,11 +66,6 @@ def test_couplets_written_for_a_year_name_only_that_year(writer, year):
             assert c.report.rule("right_year").passed
 
 
-def test_the_years_own_imagery_is_rewarded():
-    assert rerank.imagery("三阳开泰迎新岁", "羊") and not rerank.imagery("三阳开泰迎新岁", "马")
-    assert rerank.soft_adjustment(("吉羊纳福",), "羊") > rerank.soft_adjustment(("吉星纳福",), "羊")
-
-
 def test_a_negated_wish_word_is_refused_and_set_blessings_are_not():
     assert rerank.negated("医者一生无事业", ["事业"]) == ["无事业"]
     assert rerank.negated("医者仁心济世人", ["医者"]) == []
@@ -283,28 +278,6 @@ def test_words_that_are_no_set_phrase_still_pair_across_the_lines():
 
     best = placement.embed(["如意", "飞跃"], 7, "xin")[0]
     assert best.upper and best.lower  # one word per line, as a matched pair
-
-
-def test_the_lines_answer_each_other_character_by_character(writer):
-    """字对: at each place the written line answers the given one (天 / 地, 红 / 绿, 千 / 万) more
-    often with the table than on the model alone (general register: the spring one has it off)."""
-    uppers = ["天高任鸟飞", "红梅迎雪放", "青山千古秀", "明月照松间", "东风化雨山山翠", "大海扬波作舞"]
-    partners = rerank.char_pairs()
-
-    def answered():
-        hits = 0
-        for u in uppers:
-            low = writer.match(u, count=1, direction="upper", register="general").couplets[0].lower
-            hits += sum(b in dict(partners.get(a, ())) for a, b in zip(u, low))
-        return hits
-
-    with_table = answered()
-    saved, writer.pair_weight = writer.pair_weight, 0.0
-    try:
-        without = answered()
-    finally:
-        writer.pair_weight = saved
-    assert with_table > without
 
 
 def test_relevance_reads_a_given_line_back_but_not_wish_words(writer):

@@ -23,7 +23,7 @@ from chunlian.calendar import (
     animal_names,
     previous_animal,
 )
-from chunlian.decoding.rerank import char_pairs, stock_spans
+from chunlian.decoding.rerank import stock_spans
 from chunlian.prosody import EITHER, PING, PUNCT, UNKNOWN, ZE, char_tone, inauspicious, is_han, no_glyph, rhythm_points
 
 # a line does not end on a count (锦绣河山千秋伟业万: a word cut off); 0.14% of the training lines do, nearly all
@@ -51,7 +51,6 @@ class VocabMasks:
         # opposite[tone code] as one table, so a whole batch of rows is masked by fancy indexing
         self.opposite = np.stack([self.opposite_of(code) for code in range(max(PING, ZE, EITHER, UNKNOWN) + 1)])
         self._stock: dict[bool, dict] = {}
-        self._partners: dict[bool, dict] = {}
 
     def stock_next(self, length: int) -> dict[tuple[int, int], np.ndarray]:
         """(first, second) character ids -> the third characters that would complete a stock span, for
@@ -68,22 +67,6 @@ class VocabMasks:
                 a, b, c = (self.stoi[ch] for ch in span)
                 index.setdefault((a, b), []).append(c)
         return {k: np.array(v) for k, v in index.items()}
-
-    def partners(self, spring: bool) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """The 字对 index of one register, built on first use (the spring one ships off)."""
-        if spring not in self._partners:
-            self._partners[spring] = self._pair_index(spring)
-        return self._partners[spring]
-
-    def _pair_index(self, spring: bool) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """character -> (ids, PMI) of the characters that answer it (字对), within this vocabulary."""
-        index = {}
-        for a, partners in char_pairs(spring).items():
-            kept = [(self.stoi[b], s) for b, s in partners if b in self.stoi]
-            if kept:
-                ids, pmi = zip(*kept)
-                index[a] = (np.array(ids), np.array(pmi, dtype=np.float32))
-        return index
 
     def opposite_of(self, code: int) -> np.ndarray:
         """Tokens whose tone is certainly opposed to ``code`` (any token if code is 'either')."""
@@ -110,7 +93,7 @@ class LineSpec:
     strict: bool = True  # tone masks on rhythm points; relaxed when nothing fits
     zodiac: str | None = None  # the year's animal: no other year may be named (calendar.wrong_year)
     avoid: str = ""  # a line to differ from (换一副): its character at each free position costs
-    partner: str = ""  # the other line, whose character at each place this one should answer (字对)
+    partner: str = ""  # the other line (a lower line must not end on a numeral the upper left dangling)
     glued: dict[int, frozenset[str]] = field(default_factory=dict)  # never at this place: it would split a wish word
 
     @cached_property

@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
-from chunlian.calendar import wrong_year, zodiac_imagery
+from chunlian.calendar import wrong_year
 from chunlian.prosody import Rule, is_han
 
 RELEVANCE_WEIGHT = 0.5  # per character of the reverse direction, beside the forward per-character score
@@ -28,13 +28,14 @@ NEAR_MISS_COST = 0.0  # per near-miss of a set phrase (马到成意 for 马到�
 # and blind readers preferred the couplets written without it (16 and 14 of 26 votes): the candidate that
 # replaces a near-miss is often broken in another way, and some near spans are fine (鹏程千里)
 GLOOM_COST = 1.0  # a negation that is not a set blessing (无疆, 不老)
-IMAGERY_BONUS = 0.15  # the year's own imagery (羊年: 吉羊, 三阳)
+# (retired 2026-12-02: a bonus of 0.15 for the year's own imagery, 吉羊 or 三阳 in a 羊 year. It changed 5 of 660
+# couplets of the held-out keyword sets, and two fresh readers split 4 / 6 on them: docs/reads/imagery/)
 AVOID_COST = 2.0  # 换一副: the deterministic couplet's character at the same free position
 VARIED = 0.5  # 换一副 should change at least this share of the characters (writer and evaluation alike)
-PAIR_WEIGHT = 0.3  # per nat of 字对 PMI (天 / 地): the partner of the other line's character at that place
-# off in the spring register: with it, blind readers told chunlian's 春联 apart 74.5% of the time (73%
-# without it, same weights); it wrote character pairs that break a wish's sense (新春到 / 旧主来, 大吉 / 小骏)
-SPRING_PAIR_WEIGHT = 0.0
+# (retired 2026-12-02: the 字对 table, char_pairs.tsv, a search bonus of 0.3 per nat of PMI for the character that
+# answers the other line's at the same place (天 / 地), in 对对子 on general lines (it was off in the spring register).
+# On the weights of docs/MODEL.md it changed 196 of 300 answers to general dev-split lines, and three fresh readers
+# preferred neither: 49.5%, 52.0% and 48.0% for the answers written without it, docs/reads/pairs/)
 
 
 def _lines(name: str) -> list[str]:
@@ -64,19 +65,6 @@ def idioms() -> tuple[frozenset[str], frozenset[str]]:
     (see scripts/build_idiom_table.py)."""
     rows = [ln.split("\t") for ln in _lines("idioms.tsv")]
     return frozenset(w for k, w in rows if k == "i"), frozenset(w for k, w in rows if k == "ok")
-
-
-@lru_cache(maxsize=2)
-def char_pairs(spring: bool = False) -> dict[str, list[tuple[str, float]]]:
-    """The 字对 table: for a character, the characters that answer it at the same place of the other
-    line, with their pointwise mutual information (see scripts/build_pair_table.py). The spring
-    register has its own, from the 春联 book alone: the table of all couplets pulls a 春联 away from
-    its own pairs (measured: docs/MODEL.md)."""
-    out = {}
-    for ln in _lines("char_pairs_spring.tsv" if spring else "char_pairs.tsv"):
-        a, rest = ln.split("\t")
-        out[a] = [(b, float(s)) for b, s in (x.split(":") for x in rest.split())]
-    return out
 
 
 @lru_cache(maxsize=1)
@@ -131,10 +119,6 @@ def stock_in(text: str) -> list[str]:
     return _spans_in(stock_spans(), text)
 
 
-def imagery(text: str, zodiac: str | None) -> bool:
-    return bool(zodiac) and any(w in text for w in zodiac_imagery().get(zodiac, ()))
-
-
 def year_slips(generated: str, words: list[str], zodiac: str) -> list[str]:
     """``calendar.wrong_year`` on what chunlian chose: a wish word is the person's (羊 asked for in a 马 year)."""
     for w in words:
@@ -155,10 +139,10 @@ def sense_rules(generated: str, words: list[str], zodiac: str | None) -> list[Ru
     return rules
 
 
-def soft_adjustment(lines: tuple[str, ...], zodiac: str | None) -> float:
+def soft_adjustment(lines: tuple[str, ...]) -> float:
     """The soft sense rules on the lines chunlian wrote."""
     generated = "".join(lines)
-    adjustment = IMAGERY_BONUS * imagery(generated, zodiac) - GLOOM_COST * len(gloom(generated))
+    adjustment = -GLOOM_COST * len(gloom(generated))
     if NEAR_MISS_COST:  # off by default: no idiom table to load, no spans to check for every candidate
         adjustment -= NEAR_MISS_COST * len(near_misses(*lines))
     return adjustment

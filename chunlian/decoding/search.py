@@ -96,8 +96,6 @@ def search_line(
     top_k: int = 24,
     stock_cost: float = 0.0,
     avoid_cost: float = 0.0,
-    pair_weight: float = 0.0,
-    spring: bool = False,
 ) -> Search:
     """Search one line for every group; ``groups[r]`` names the group of input row ``r``.
 
@@ -107,9 +105,6 @@ def search_line(
     ``stock_cost`` is taken from any token that would complete a stock span (千家乐), so a row
     writes it only where nothing fresher comes close. ``avoid_cost`` is taken from the character a
     spec's ``avoid`` line has at this position, so 换一副 writes another couplet, not a near-copy.
-    ``pair_weight`` times the 字对 PMI is added to each character that answers the spec's
-    ``partner`` at this position (地 under 天), so the lines answer each other word by word; the
-    table is the spring register's where ``spring``.
     """
     grp = np.asarray(groups, dtype=np.int64)
     score = np.zeros(len(grp))
@@ -122,8 +117,6 @@ def search_line(
             logp = _stock_penalty(vm.stock_next(specs[0].length), logp, ids, stock_cost)
         if avoid_cost:
             logp = _avoid_penalty(vm, logp, specs, grp, pos, avoid_cost)
-        if pair_weight:
-            logp = _pair_bonus(vm.partners(spring), logp, specs, grp, pos, pair_weight)
         # each row offers up to k candidates: its forced token, or its best allowed ones
         masked = np.where(masks, logp, NEG)
         fixed = np.flatnonzero(forced >= 0)
@@ -166,16 +159,6 @@ def _avoid_penalty(vm: VocabMasks, logp: np.ndarray, specs: list[LineSpec], grp,
         if pos < len(specs[g].avoid) and specs[g].free_at(pos) and specs[g].avoid[pos] in vm.stoi
     ]
     return _charge(logp, [(rows, toks, cost) for rows, toks in hits])
-
-
-def _pair_bonus(table: dict, logp: np.ndarray, specs: list[LineSpec], grp, pos: int, weight: float):
-    hits = []
-    for g in np.unique(grp):
-        spec = specs[g]
-        if pos < len(spec.partner) and spec.free_at(pos) and spec.partner[pos] in table:
-            toks, pmi = table[spec.partner[pos]]
-            hits.append((np.flatnonzero(grp == g)[:, None], toks, -weight * pmi))
-    return _charge(logp, hits)
 
 
 def _stock_penalty(stock_next: dict, logp: np.ndarray, ids: np.ndarray, cost: float) -> np.ndarray:

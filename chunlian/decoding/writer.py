@@ -127,7 +127,6 @@ class CoupletWriter:
         # the deterministic best couplet of recent inputs, which a 换一副 steers away from (``_remember``)
         self._best: LRUCache = LRUCache(BEST_REMEMBERED)
         self._best_lock = threading.Lock()
-        self.pair_weight, self.spring_pair_weight = rerank.PAIR_WEIGHT, rerank.SPRING_PAIR_WEIGHT
 
     def masks(self, track: str) -> VocabMasks:
         if track not in prosody.TRACKS:
@@ -340,8 +339,6 @@ class CoupletWriter:
             plan.rng,
             stock_cost=self.stock_cost,
             avoid_cost=plan.avoid_cost,
-            pair_weight=self.spring_pair_weight,
-            spring=True,
         )
         shown = functools.partial(without_break, brk=plan.brk)
         return [
@@ -426,8 +423,6 @@ class CoupletWriter:
                 rng,
                 stock_cost=self.stock_cost if spring else 0.0,  # 春联 clichés, not a general line's
                 avoid_cost=avoid_cost,
-                pair_weight=self.spring_pair_weight if spring else self.pair_weight,
-                spring=spring,
             )
             lines = [without_break("".join(r.text), brk) for r in res.rows]
             pairs = [(w, text, r.score) if reverse else (text, w, r.score) for w, r in zip(lines, res.rows)]
@@ -517,7 +512,7 @@ class CoupletWriter:
             lm_score = lm_total / chars
             rhythm = next((r.score for r in rep.rules if r.name == "rhythm_opposed"), 1.0)
             total = lm_score + SOFT_WEIGHT * rep.soft_score - RHYTHM_WEIGHT * (1.0 - rhythm)
-            total += relevance_weight * relevance + rerank.soft_adjustment(written(upper, lower), zodiac)
+            total += relevance_weight * relevance + rerank.soft_adjustment(written(upper, lower))
             return Couplet(upper, lower, "", rep, total, lm_score, words)
 
         def pick(cands, k):
