@@ -1,5 +1,5 @@
 # chunlian serve in a container: slim Python, no torch, non-root, the model and fonts inside (package data).
-#   docker build -t chunlian .   &&   docker run -p 8000:8000 -e CHUNLIAN_MAX_CONCURRENCY=16 chunlian
+#   docker build -t chunlian .   &&   docker run -p 8000:8000 -e CHUNLIAN_MAX_CONCURRENCY=8 chunlian
 # Settings: any CHUNLIAN_<NAME> environment variable (README, Serving). Linted by hadolint in
 # tests/test_deploy_image.py, which also runs the CMD below from a plain (non-editable) install.
 

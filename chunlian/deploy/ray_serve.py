@@ -25,7 +25,7 @@ from ray import serve
 
 from chunlian.engine import Engine, Settings
 
-# requests in flight per replica before the autoscaler adds one: the batcher decodes max_concurrency (16) at once
+# requests in flight per replica before the autoscaler adds one: the batcher decodes max_concurrency (8) at once
 AUTOSCALING = {
     "min_replicas": 1,
     "max_replicas": 4,
