@@ -147,8 +147,8 @@ class OnnxLM:
         prompt = self.encode_prompt("reverse" if reverse else "match", first, spring)
         return prompt + self.tok.encode(second) + [EOS], len(prompt)
 
-    def score(self, seqs: list[list[int]], starts: list[int]) -> np.ndarray:
-        """Sum of each sequence's token log-probabilities from ``starts[i]`` on (one model call)."""
+    def logits(self, seqs: list[list[int]]) -> np.ndarray:
+        """The next-token logits at every position of each (padded) sequence, (B, T, vocab): one model call."""
         B, T = len(seqs), max(len(s) for s in seqs)
         ids = np.full((B, T), PAD, dtype=np.int64)
         mask = np.zeros((B, T), dtype=np.float32)
@@ -157,7 +157,11 @@ class OnnxLM:
             mask[i, : len(s)] = 1.0
         pos = np.broadcast_to(np.arange(T, dtype=np.int64), (B, T)).copy()
         past = np.zeros((self.n_layer, 2, B, self.n_head, 0, self.head_dim), dtype=np.float32)
-        logits, _ = self.session.run(None, {"input_ids": ids, "positions": pos, "key_mask": mask, "past": past})
+        return self.session.run(None, {"input_ids": ids, "positions": pos, "key_mask": mask, "past": past})[0]
+
+    def score(self, seqs: list[list[int]], starts: list[int]) -> np.ndarray:
+        """Sum of each sequence's token log-probabilities from ``starts[i]`` on (one model call)."""
+        B, logits = len(seqs), self.logits(seqs)
         # normalise only the positions that predict a scored token (half the rows of a couplet)
         rows = [(i, j) for i, (s, k) in enumerate(zip(seqs, starts)) for j in range(k - 1, len(s) - 1)]
         at = tuple(np.array(rows).T)
