@@ -112,7 +112,8 @@ class OnnxLM:
                 f"vocab.txt has {len(self.tok)} entries, the graph {width}",
             )
         try:
-            rows = self.embeddings.shape[0]
+            # only the header: nothing at serve time reads the vectors since the 横批 left them (decoding.hengpi)
+            rows = np.load(self.dir / "embeddings.npy", mmap_mode="r").shape[0]
         except (OSError, ValueError):
             raise self._broken("embeddings.npy 无法读取", "embeddings.npy is unreadable") from None
         if rows != len(self.tok):
