@@ -464,12 +464,28 @@ def split_wish_words(line: str, words: list[str]) -> list[str]:
         if len(w) < 2 or start < 0:
             continue
         end = start + len(w)
+        lo, hi = _wish_run(line, words, start, end)
         for edge in (start, end):
             for i in range(max(0, edge - MAX_WORD + 1), edge):
                 for j in range(edge + 1, min(len(line), i + MAX_WORD) + 1):
-                    if line[i:j] in table and not (i <= start and j >= end):  # 前程似锦 holds 前程 whole
+                    if (i <= start and j >= end) or (lo <= i and j <= hi):  # 前程似锦 holds 前程 whole
+                        continue
+                    if line[i:j] in table:
                         out.append(f"{w}（{line[i:j]}）")
     return sorted(set(out))
+
+
+def _wish_run(line: str, words: list[str], start: int, end: int) -> tuple[int, int]:
+    """The stretch of the line that wish words written one after another cover around ``start:end``: a word
+    read across two of them (意兴 in 生意兴隆) is the person's own words side by side, not a split."""
+    placed = [(line.find(w), line.find(w) + len(w)) for w in words if w and line.find(w) >= 0]
+    lo, hi, grown = start, end, True
+    while grown:
+        grown = False
+        for s, e in placed:
+            if e == lo or s == hi:
+                lo, hi, grown = min(lo, s), max(hi, e), True
+    return lo, hi
 
 
 @lru_cache(maxsize=1)

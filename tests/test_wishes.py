@@ -5,6 +5,7 @@ from app_support import ready_app
 
 from chunlian import prosody
 from chunlian.cli import main as cli_main
+from chunlian.errors import CoupletError
 
 HARD_WORDS = ["机器人", "果农", "人工智能"]  # the model glued them into 人生, 农村, 能量
 
@@ -20,6 +21,28 @@ def test_a_wish_word_glued_into_another_word_is_found():
     assert prosody.split_wish_words("人工智能量大道", ["人工智能"]) == ["人工智能（能量）"]
     assert prosody.split_wish_words("果农笑看枝头满", ["果农"]) == []
     assert prosody.split_wish_words("春风得意马蹄疾", ["春"]) == []  # one character may join its neighbour
+    # two wish words side by side make the person's own phrase: 意兴 across 生意兴隆 splits nothing
+    assert prosody.split_wish_words("生意兴隆通四海", ["生意", "兴隆"]) == []
+    assert prosody.split_wish_words("好人生意兴隆旺", ["生意", "兴隆"]) == ["生意（人生）"]  # but not beyond it
+
+
+@pytest.mark.parametrize("words", [["生意", "兴隆"], ["大吉", "大利"]])
+@pytest.mark.parametrize("length", [5, 7, 9, 11])
+def test_the_classic_wishes_typed_as_two_words_get_a_couplet(writer, words, length):
+    """生意 兴隆 was refused at 7 and 11 (意兴 read as a split), 大吉 大利 at every length (大 in both words)."""
+    for seed in (None, 5):
+        c = writer.write(words, length=length, count=1, seed=seed).couplets[0]
+        assert all(w in c.upper or w in c.lower for w in words), c
+        assert c.report.hard_ok, c
+
+
+def test_a_character_in_two_wish_words_is_refused_only_where_it_cannot_be_written(writer):
+    with pytest.raises(CoupletError) as ei:
+        writer.write(["大吉", "大利"], mode="acrostic")  # 大 would head both lines
+    assert ei.value.code == "repeated_char" and "大" in ei.value.zh
+    with pytest.raises(CoupletError) as ei:
+        writer.write(["春", "春"])
+    assert ei.value.code == "repeated_char"
 
 
 @pytest.mark.parametrize("word", HARD_WORDS)

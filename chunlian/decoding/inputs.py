@@ -70,7 +70,7 @@ def _reject_chars(text: str, vocab, auspicious: bool = True) -> None:
 
 
 def keywords(raw: str | list[str], vocab=None, auspicious: bool = True) -> list[str]:
-    """1–4 wish words of 1–4 characters, distinct characters across words.
+    """1–4 wish words of 1–4 characters, no word given twice.
 
     ``auspicious=False`` lets a character a 春联 avoids through (老师 辛苦): the words are the person's own."""
     parts = raw if isinstance(raw, list) else [raw]
@@ -93,17 +93,34 @@ def keywords(raw: str | list[str], vocab=None, auspicious: bool = True) -> list[
                 f"关键字「{w[:8]}」太长：每个最多{MAX_KEYWORD_CHARS}个字",
                 f"wish word too long: at most {MAX_KEYWORD_CHARS} characters each",
             )
+    # a character in two words (大吉 大利) is written twice, which only a line repeated in step with the other
+    # can hold (placement decides); the same word twice says nothing more
+    for k, w in enumerate(words):
+        if w in words[:k]:
+            raise CoupletError(
+                "repeated_char",
+                f"关键字「{w}」重复了（春联忌重字）",
+                f"the wish word {w!r} is given twice (a couplet repeats no character)",
+            )
+    return words
+
+
+def repeated(words: list[str]) -> str | None:
+    """A character found in two of the wish words, if any."""
     seen: dict[str, int] = {}
     for k, w in enumerate(words):
-        for c in set(w):
-            if c in seen and seen[c] != k:
-                raise CoupletError(
-                    "repeated_char",
-                    f"关键字之间有重复的字「{c}」（春联忌重字）",
-                    f"the character {c!r} appears in two wish words (a couplet repeats no character)",
-                )
-            seen[c] = k
-    return words
+        for c in w:
+            if seen.setdefault(c, k) != k:
+                return c
+    return None
+
+
+def repeated_error(c: str) -> CoupletError:
+    return CoupletError(
+        "repeated_char",
+        f"关键字之间有重复的字「{c}」，放不进一副不重字的对联（春联忌重字）",
+        f"the character {c!r} appears in two wish words and no placement repeats it in step with the other line",
+    )
 
 
 def line(raw: str, vocab=None, auspicious: bool = True) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from chunlian.decoding.inputs import repeated, repeated_error
 from chunlian.errors import CoupletError
 from chunlian.prosody import PING, ZE, can_be, char_tone, opposed
 
@@ -45,10 +46,13 @@ def _score(words: list[str], slots: list[tuple[int, int]], n: int, track: str, p
     for line, want in ((0, ZE), (1, PING)):
         if n - 1 in lines[line] and not can_be(char_tone(lines[line][n - 1], track), want):
             return None
-    # a word with a repeat (宝宝) asks the other line to repeat at the same places: none of its own fixed there
-    for w, (line, s) in zip(words, slots):
-        dup = [s + j for j, c in enumerate(w) if w.count(c) > 1]
-        if any(i in lines[1 - line] for i in dup):
+    # a repeat in a line (宝宝, 大吉大利) asks the other line to repeat at the same places: none of its own fixed
+    # there; a character in both lines is never allowed
+    for line in (0, 1):
+        chars = list(lines[line].values())
+        if set(chars) & set(lines[1 - line].values()):
+            return None
+        if any(i in lines[1 - line] for i, c in lines[line].items() if chars.count(c) > 1):
             return None
     score = 0.0
     for line, s in slots:
@@ -87,6 +91,8 @@ def embed(words: list[str], n: int, track: str, limit: int = 2, phrase: bool = F
             lines[line].update({s + j: c for j, c in enumerate(w)})
         found.append(Placement(lines[0], lines[1], sc))
     if not found:
+        if c := repeated(words):
+            raise repeated_error(c)
         raise CoupletError(
             "keywords_do_not_fit",
             f"这些字放不进{n}字的联句，请减少关键字或选更长的字数",
@@ -106,6 +112,8 @@ def acrostic(words: list[str], n: int) -> Placement:
     chars = "".join(words)
     half = (len(chars) + 1) // 2
     up, low = chars[:half], chars[half:]
+    if both := sorted(set(up) & set(low)):
+        raise repeated_error(both[0])
     if len(up) >= n:
         raise CoupletError(
             "acrostic_too_long",
