@@ -10,6 +10,10 @@ round and side, in order A B, then B A, so that drift within the run hits both a
   one candidate):
   - ``unique``: deterministic requests never asked before (every one a cache miss);
   - ``seeded``: 换一副 requests (a seed each), never asked before;
+  - ``shown``: the same, each with the couplet it would have been shown (``avoid``), as the page's 换一副 sends
+    since 2026-12-02, of inputs this server never wrote (another replica's first view, or one before a restart);
+    a side that does not read ``avoid`` ignores it. The couplets are taken once, before the rounds, from a server
+    of side B that is then stopped;
   - ``mix``: wish words drawn by popularity (Zipf), most first views deterministic (repeats hit the cache), about
     one in four a 换一副, one in ten a 对对子.
 Every request is seeded from ``--seed``, so both sides get the same ones. Non-2xx answers are counted as errors.
@@ -58,7 +62,7 @@ def wish_words() -> list[list[str]]:
     return out
 
 
-def requests_for(load: str, n: int, count: int, seed: int) -> list[dict]:
+def requests_for(load: str, n: int, count: int, seed: int, shown: dict | None = None) -> list[dict]:
     rng = random.Random(f"{load}-{count}-{seed}")
     words = wish_words()
     rng.shuffle(words)
@@ -67,11 +71,15 @@ def requests_for(load: str, n: int, count: int, seed: int) -> list[dict]:
             {"keywords": words[i % len(words)], "length": LENGTHS[i // len(words) % 4], "count": count}
             for i in range(n)
         ]
-    if load == "seeded":
-        return [
+    if load in ("seeded", "shown"):
+        out = [
             {"keywords": words[i % len(words)], "length": 7, "count": count, "seed": rng.randrange(2**31)}
             for i in range(n)
         ]
+        if load == "shown" and shown is not None:
+            for b in out:
+                b["avoid"] = shown[(tuple(b["keywords"]), b["length"])]
+        return out
     weights = [1 / (k + 1) for k in range(len(words))]  # Zipf: the popular wishes come back
     out = []
     for _ in range(n):
@@ -162,16 +170,41 @@ async def _run(port: int, bodies: list[dict], clients: int) -> tuple[list[float]
         return lat, errors, time.perf_counter() - t0
 
 
-def measure(checkout: Path, args, rnd: int) -> dict:
+LOADS = ("unique", "seeded", "mix", "shown")
+
+
+def shown_couplets(checkout: Path, args) -> dict:
+    """The deterministic couplet of every input the ``shown`` load asks, from a server that is then stopped."""
+    wanted = {
+        (tuple(b["keywords"]), b["length"])
+        for rnd in range(args.rounds)
+        for n, count in ((args.requests, 3), (args.requests * 4, 1))
+        for b in requests_for("shown", n, count, args.seed + rnd)
+    }
+    out = {}
+    with Server(checkout) as srv, httpx.Client(base_url=f"http://127.0.0.1:{srv.port}", timeout=120) as c:
+        for words, length in sorted(wanted):
+            r = c.post("/api/v1/couplets", json={"keywords": list(words), "length": length, "count": 1})
+            best = (
+                r.json()["couplets"][0]
+                if r.status_code == 200
+                else {"upper": "春回大地千山秀", "lower": "福满人间万户欢"}
+            )
+            out[(words, length)] = {"upper": best["upper"], "lower": best["lower"]}
+    return out
+
+
+def measure(checkout: Path, args, rnd: int, shown: dict) -> dict:
     out: dict = {}
     with Server(checkout) as srv:
         out["ready_s"] = srv.ready_s
         out["rss_ready_mib"] = rss_mib(srv.proc.pid)
-        for load in ("unique", "seeded", "mix"):
+        for load in LOADS:
             seed = args.seed + rnd
-            lat, err1, _ = asyncio.run(_run(srv.port, requests_for(load, args.requests, 3, seed), 1))
+            lat, err1, _ = asyncio.run(_run(srv.port, requests_for(load, args.requests, 3, seed, shown), 1))
             q = statistics.quantiles(lat, n=20)
-            many, err32, wall = asyncio.run(_run(srv.port, requests_for(load, args.requests * 4, 1, seed), 32))
+            bodies = requests_for(load, args.requests * 4, 1, seed, shown)
+            many, err32, wall = asyncio.run(_run(srv.port, bodies, 32))
             out[load] = {
                 "p50_ms": statistics.median(lat),
                 "p95_ms": q[18],
@@ -201,9 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     a = args.a or worktree(args.base)
     sides = {"A": a, "B": args.b}
     runs: dict[str, list[dict]] = {"A": [], "B": []}
+    shown = shown_couplets(args.b, args)
     for rnd in range(args.rounds):
         for name in "AB" if rnd % 2 == 0 else "BA":
-            runs[name].append(measure(sides[name], args, rnd))
+            runs[name].append(measure(sides[name], args, rnd, shown))
             print(f"round {rnd + 1} {name}: {json.dumps(runs[name][-1])}", file=sys.stderr)
 
     def med(name: str, *path: str) -> float:
@@ -217,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = [("start to ready (s)", ("ready_s",)), ("RSS warm (MiB)", ("rss_ready_mib",))]
     rows += [("RSS after the loads (MiB)", ("rss_after_mib",))]
-    for load in ("unique", "seeded", "mix"):
+    for load in LOADS:
         rows += [
             (f"{load}: p50, 1 client, 3 candidates (ms)", (load, "p50_ms")),
             (f"{load}: p95, 1 client, 3 candidates (ms)", (load, "p95_ms")),

@@ -293,3 +293,43 @@ def test_another_couplet_after_the_first_costs_one_search_and_is_the_same_couple
     after = run(warm_writer, 11)
     assert [(c.upper, c.lower) for c in after.couplets] == [(c.upper, c.lower) for c in alone.couplets]
     assert warm_writer.lm.starts - before < cold
+
+
+@pytest.mark.parametrize("kind", ["write", "match"])
+def test_another_couplet_given_the_one_shown_costs_one_search_and_differs_from_it(engine, kind):
+    """The page's 换一副 sends the couplet it shows: a server that never wrote it (another replica, a restart)
+    searches once, not twice, and the new couplet is a different one, as when it steers from its own first."""
+    from chunlian.decoding import rerank
+    from chunlian.decoding.writer import CoupletWriter
+
+    def run(w, seed, avoid=None):
+        if kind == "write":
+            return w.write(["飞跃"], length=7, count=3, seed=seed, avoid=avoid)
+        return w.match("春回大地千山秀", count=3, seed=seed, avoid=avoid)
+
+    class Counting:
+        def __init__(self, lm):
+            self.lm, self.starts = lm, 0
+
+        def __getattr__(self, name):
+            return getattr(self.lm, name)
+
+        def start(self, prompts):
+            self.starts += 1
+            return self.lm.start(prompts)
+
+    first = run(CoupletWriter(engine.lm), None).couplets[0]
+    shown = (first.upper, first.lower)
+    cold = CoupletWriter(Counting(engine.lm))
+    steered = run(cold, 11)  # no couplet sent: the first is written again, then steered from
+    told = CoupletWriter(Counting(engine.lm))
+    given = run(told, 11, avoid=shown)
+    assert told.lm.starts < cold.lm.starts
+    assert [(c.upper, c.lower) for c in given.couplets] == [(c.upper, c.lower) for c in steered.couplets]
+    best = given.couplets[0]
+    written = (lambda c: c.upper + c.lower) if kind == "write" else (lambda c: c.lower)  # 对对子 writes the lower
+    assert rerank.changed(written(best), written(first)) >= rerank.VARIED
+    # a couplet of another size steers nothing and costs nothing: it is ignored, as if not sent
+    other = CoupletWriter(Counting(engine.lm))
+    run(other, 11, avoid=("春回大地", "福满人间"))
+    assert other.lm.starts == cold.lm.starts

@@ -155,15 +155,19 @@ class CoupletWriter:
         seed: int | None = None,
         tones: str = "xin",
         zodiac: str | None = None,
+        avoid: tuple[str, str] | None = None,
     ) -> Search:
-        """Couplets from wish words. With a seed (换一副) the deterministic couplet is written first
-        and the sampled ones pay for each character they share with it at the same place."""
+        """Couplets from wish words. With a seed (换一副) the sampled couplets pay for each character they share
+        at the same place with ``avoid``, the couplet the person sees, or else with the deterministic couplet
+        (remembered, or written first)."""
         key = ("write", tuple(inputs.keywords(keywords, self.vocab, auspicious=False)), length, mode, tones, zodiac)
-        if seed is None:
+        avoid = _same_size(avoid, (inputs.length(length),) * 2)
+        if seed is None and avoid is None:
             return self._remember(
                 key, count, (yield from self._write(keywords, length, mode, count, None, tones, zodiac))
             )
-        avoid = yield from self._avoided(key, self._write(keywords, length, mode, 1, None, tones, zodiac))
+        if avoid is None:
+            avoid = yield from self._avoided(key, self._write(keywords, length, mode, 1, None, tones, zodiac))
         return (yield from self._write(keywords, length, mode, count, seed, tones, zodiac, avoid))
 
     def _remember(self, key: tuple, count: int, res: Result) -> Result:
@@ -356,6 +360,7 @@ class CoupletWriter:
         direction: str = "auto",
         lenient: bool = False,
         register: str = "auto",
+        avoid: tuple[str, str] | None = None,
     ) -> Search:
         """The other line of a couplet. ``direction``: auto (a line ending 平 is taken as a 下联
         and gets an upper line), upper (always write the lower) or lower (always write the upper).
@@ -363,12 +368,17 @@ class CoupletWriter:
         accepted with a notice; the generated line never holds one. ``lenient`` (evaluation on
         general couplets) drops the notice. ``register``: spring (春联), general (the line's own),
         or auto (spring when the line speaks of spring: ``inputs.spring_register``). With a seed,
-        the written line avoids the deterministic one as in ``write_search``."""
-        key = ("match", inputs.line(upper, self.vocab, auspicious=False), tones, zodiac, direction, lenient, register)
-        if seed is None:
+        the written line avoids ``avoid`` (the couplet shown) or the deterministic one, as in ``write_search``."""
+        text = inputs.line(upper, self.vocab, auspicious=False)
+        key = ("match", text, tones, zodiac, direction, lenient, register)
+        avoid = _same_size(avoid, (len(text),) * 2)
+        if seed is None and avoid is None:
             res = yield from self._match(upper, count, None, tones, zodiac, direction, lenient, register)
             return self._remember(key, count, res)
-        avoid = yield from self._avoided(key, self._match(upper, 1, None, tones, zodiac, direction, lenient, register))
+        if avoid is None:
+            avoid = yield from self._avoided(
+                key, self._match(upper, 1, None, tones, zodiac, direction, lenient, register)
+            )
         return (yield from self._match(upper, count, seed, tones, zodiac, direction, lenient, register, avoid))
 
     def _match(
@@ -555,6 +565,15 @@ class CoupletWriter:
         ]
         scores = yield Score([seq for seq, _ in jobs], [k for _, k in jobs])
         return [float(s) / (len(seq) - k) for s, (seq, k) in zip(scores, jobs)]
+
+
+def _same_size(avoid: tuple[str, str] | None, sizes: tuple[int, int]) -> tuple[str, str] | None:
+    """A couplet to differ from, cleaned as a person's lines are (繁體 read as 简体), or None where it is not the
+    size of the lines being written (a couplet shown for another request steers nothing)."""
+    if avoid is None:
+        return None
+    pair = inputs.pair(*avoid)
+    return pair if tuple(map(len, pair)) == sizes else None
 
 
 def _first(search: Search) -> Search:

@@ -155,17 +155,19 @@ class Engine:
         tones: str = "xin",
         script: str = "simplified",
         year: int | None = None,
+        avoid: tuple[str, str] | None = None,
     ) -> Future:
-        """Start a couplet from wish words; the future holds the answer dict (or the error)."""
+        """Start a couplet from wish words; the future holds the answer dict (or the error). ``avoid``: the
+        couplet shown, which a 换一副 differs from (``CoupletWriter.write_search``)."""
         self._options(count, script)
         words = inputs.keywords(keywords, self.writer.vocab, auspicious=False)
         y = self.year(year)
-        key = ("write", tuple(words), length, placement, count, seed, tones, script, y.year)
+        key = ("write", tuple(words), length, placement, count, seed, tones, script, y.year, avoid)
         extra = {"keywords": words, "placement": placement, "seed": seed, "tones_track": tones}
         return self._request(
             "write",
             key,
-            lambda: self.writer.write_search(words, length, placement, count, seed, tones, y.zodiac),
+            lambda: self.writer.write_search(words, length, placement, count, seed, tones, y.zodiac, avoid),
             y,
             script,
             extra,
@@ -180,6 +182,7 @@ class Engine:
         script: str = "simplified",
         year: int | None = None,
         register: str = "auto",
+        avoid: tuple[str, str] | None = None,
     ) -> Future:
         """Start the other line for a given line; the future holds the answer dict (or the error).
         A person's own line is accepted as typed (the answer's notice names characters a 春联 avoids)."""
@@ -187,11 +190,11 @@ class Engine:
         text = inputs.line(upper, self.writer.vocab, auspicious=False)
         inputs.spring_register(text, register)
         y = self.year(year)
-        key = ("match", text, count, seed, tones, script, y.year, register)
+        key = ("match", text, count, seed, tones, script, y.year, register, avoid)
         return self._request(
             "match",
             key,
-            lambda: self.writer.match_search(text, count, seed, tones, y.zodiac, register=register),
+            lambda: self.writer.match_search(text, count, seed, tones, y.zodiac, register=register, avoid=avoid),
             y,
             script,
             {"seed": seed, "tones_track": tones},

@@ -64,13 +64,14 @@ def add_routes(app: FastAPI, state: dict) -> None:
     )
     async def couplets(req: CoupletRequest, request: Request):
         eng = ready_engine(state)
+        avoid = (req.avoid.upper, req.avoid.lower) if req.avoid else None
         if req.keywords is not None:
             fut = eng.submit_write(
-                req.keywords, req.length, req.placement, req.count, req.seed, req.tones, req.script, req.year
+                req.keywords, req.length, req.placement, req.count, req.seed, req.tones, req.script, req.year, avoid
             )
         else:
             fut = eng.submit_match(
-                req.upper, req.count, req.seed, req.tones, req.script, req.year, register=req.line_register
+                req.upper, req.count, req.seed, req.tones, req.script, req.year, req.line_register, avoid
             )
         ans = await _await(fut, eng, request)
         if ans is None:  # nobody to answer (nginx's 499: client closed request)

@@ -77,6 +77,12 @@ class _Asked(BaseModel):
     detail: Detail = Field("compact", description=DETAIL_DOC)
 
 
+class Shown(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+    upper: Line
+    lower: Line
+
+
 class CoupletRequest(_Asked):
     """Exactly one of ``keywords`` (write) or ``upper`` (对对子)."""
 
@@ -92,7 +98,7 @@ class CoupletRequest(_Asked):
         min_length=1,
         max_length=inputs.MAX_KEYWORDS,
         description=f"1–{inputs.MAX_KEYWORDS} wish words of 1–{inputs.MAX_KEYWORD_CHARS} characters, "
-        "no character shared between words",
+        "no word given twice (a character two words share, 大吉 大利, is written where both lines repeat in step)",
         json_schema_extra=lambda s: s.pop("default", None),
     )
     upper: Line = Field(
@@ -112,6 +118,12 @@ class CoupletRequest(_Asked):
         alias="register",
         description="for ``upper``: answer as a 春联 (spring), in the line's own register (general), or spring "
         "only when the line speaks of spring (auto)",
+    )
+
+    avoid: Shown | None = Field(
+        None,
+        description="the couplet shown (换一副): the new ones differ from it; without it, a request with a seed "
+        "differs from the deterministic couplet, which the server may have to write first",
     )
 
     @model_validator(mode="after")
@@ -141,12 +153,6 @@ PATTERN_DOC = (
     f"the line with an _ (or ＿ □ ○ *) at each place to write and the characters to keep at theirs: {LINE_DOC}"
 )
 Pattern = Annotated[str, StringConstraints(pattern=PATTERN_LINE, max_length=inputs.MAX_LINE)]
-
-
-class Shown(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid")
-    upper: Line
-    lower: Line
 
 
 class FillRequest(_Asked):

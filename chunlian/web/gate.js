@@ -63,8 +63,11 @@
   }
 
   // ------------------------------------------------------------------ talking to the server
-  function ask(req, seed) {
-    return post("/api/v1/couplets", seed == null ? req : { ...req, seed });
+  // 换一副 sends the couplet shown, so the server steers away from it without writing the first one again
+  function ask(req, seed, shown) {
+    if (seed == null) return post("/api/v1/couplets", req);
+    const avoid = shown ? { upper: shown.upper, lower: shown.lower } : undefined;
+    return post("/api/v1/couplets", { ...req, seed, avoid });
   }
 
   async function post(path, body) {
@@ -193,7 +196,7 @@
     try {
       for (let tries = 0; tries < 4; tries++) {
         state.seed = (state.seed ?? 0) + 1;
-        const d = await ask(state.request, state.seed);
+        const d = await ask(state.request, state.seed, state.shown);
         const c = d.couplets.find((x) => !same(x, state.shown));
         if (c) {
           gate.classList.remove("written");
