@@ -260,6 +260,20 @@ def test_a_line_that_ends_on_a_count_may_be_answered_with_one(writer):
     assert _base(vm, LineSpec(4, PING, partner="一二三四"), 3)[three]
 
 
+class Counting:
+    """A model that counts its searches (each starts with the prompts)."""
+
+    def __init__(self, lm):
+        self.lm, self.starts = lm, 0
+
+    def __getattr__(self, name):
+        return getattr(self.lm, name)
+
+    def start(self, prompts):
+        self.starts += 1
+        return self.lm.start(prompts)
+
+
 @pytest.mark.parametrize("kind", ["write", "match"])
 def test_another_couplet_after_the_first_costs_one_search_and_is_the_same_couplet(engine, kind):
     """换一副 steers away from the deterministic couplet: where that was just shown, it is remembered, not searched
@@ -270,17 +284,6 @@ def test_another_couplet_after_the_first_costs_one_search_and_is_the_same_couple
         if kind == "write":
             return w.write(["飞跃"], length=7, count=3, seed=seed)
         return w.match("春回大地千山秀", count=3, seed=seed)
-
-    class Counting:
-        def __init__(self, lm):
-            self.lm, self.starts = lm, 0
-
-        def __getattr__(self, name):
-            return getattr(self.lm, name)
-
-        def start(self, prompts):
-            self.starts += 1
-            return self.lm.start(prompts)
 
     fresh = CoupletWriter(Counting(engine.lm))
     alone = run(fresh, 11)
@@ -306,17 +309,6 @@ def test_another_couplet_given_the_one_shown_costs_one_search_and_differs_from_i
         if kind == "write":
             return w.write(["飞跃"], length=7, count=3, seed=seed, avoid=avoid)
         return w.match("春回大地千山秀", count=3, seed=seed, avoid=avoid)
-
-    class Counting:
-        def __init__(self, lm):
-            self.lm, self.starts = lm, 0
-
-        def __getattr__(self, name):
-            return getattr(self.lm, name)
-
-        def start(self, prompts):
-            self.starts += 1
-            return self.lm.start(prompts)
 
     first = run(CoupletWriter(engine.lm), None).couplets[0]
     shown = (first.upper, first.lower)
