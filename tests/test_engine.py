@@ -203,3 +203,37 @@ def test_a_cache_hit_is_the_callers_own_and_is_not_deep_copied(batched, monkeypa
     hit = batched.write(["康宁"], seed=21, count=2)
     assert hit["cached"] and kept(hit) == expected
     assert deep_copies == []  # a hit is decoded from what the cache keeps, not deep-copied from a live dict
+
+
+def test_an_idle_server_hands_freed_memory_back_once_and_never_while_busy(monkeypatch):
+    """IdleTrim: after a moment with nothing in flight, and only when the heap has grown, glibc's freed memory is
+    returned; a request arriving in that moment, or one still in flight, puts it off (a trim walks the heap)."""
+    import asyncio
+
+    from chunlian.engine import memory
+
+    trims, rss = [], {"now": 300.0}
+    monkeypatch.setattr(memory, "TRIM_AFTER_IDLE_S", 0.05)
+    monkeypatch.setattr(memory, "rss_mib", lambda: rss["now"])
+    monkeypatch.setattr(memory, "trim", lambda: (trims.append(rss["now"]), rss.update(now=250.0)))
+
+    async def scenario():
+        inflight = {"n": 0}
+        it = memory.IdleTrim(lambda: inflight["n"])  # last trimmed at 300 MiB
+        rss["now"] = 300.0 + memory.TRIM_GROWTH_MIB / 2
+        it.idle()
+        await asyncio.sleep(0.15)
+        assert trims == []  # grown too little to be worth a walk of the heap
+        rss["now"] = 400.0
+        it.idle()
+        inflight["n"] = 1  # a request came in during the idle moment and is still running
+        await asyncio.sleep(0.15)
+        assert trims == []
+        inflight["n"] = 0
+        it.idle()
+        await asyncio.sleep(0.02)
+        it.idle()  # another request came and went: only the newest idle moment counts
+        await asyncio.sleep(0.2)
+        assert trims == [400.0] and it.trimmed_at_mib == 250.0
+
+    asyncio.run(scenario())
