@@ -322,6 +322,7 @@ def preload(chars: str = "") -> None:
     no_glyph()
     line_tones("春回大地千山秀", "xin")
     _pos_tags("春回大地千山秀")
+    _glue_index()  # what a wish word of two or more characters must not be glued to (0.1 s)
 
 
 MAX_WORD = 4  # the word table holds words of 1–4 Han characters
