@@ -18,7 +18,7 @@ from chunlian import prosody
 from chunlian.calendar import ALIASES, ANIMAL_CHARS, previous_animal
 from chunlian.decoding import inputs, placement, rerank
 from chunlian.decoding.search import Score, Search, Start
-from chunlian.decoding.writer import CoupletWriter, Result, _Plan, clause_break, with_break
+from chunlian.decoding.writer import CoupletWriter, Result, _Plan, clause_break, sized_avoid, with_break
 from chunlian.errors import CoupletError
 from chunlian.prosody import PING, PUNCT, ZE
 
@@ -131,10 +131,7 @@ def fill_search(
     vm = writer.masks(tones)
     last = places[-1]
     given, broken = _given_rules(ufix, lfix, last, tones)
-    if avoid is not None:
-        avoid = inputs.pair(*avoid)
-        if tuple(map(len, avoid)) != (len(up), len(lo)):
-            avoid = None
+    avoid = sized_avoid(avoid, (len(up), len(lo)))
     rng = np.random.default_rng(seed) if seed is not None else None
     if len(ufix) == len(places) or len(lfix) == len(places):  # one whole line kept: 对对子 of it
         keep_upper = len(ufix) == len(places)

@@ -161,7 +161,7 @@ class CoupletWriter:
         at the same place with ``avoid``, the couplet the person sees, or else with the deterministic couplet
         (remembered, or written first)."""
         key = ("write", tuple(inputs.keywords(keywords, self.vocab, auspicious=False)), length, mode, tones, zodiac)
-        avoid = _same_size(avoid, (inputs.length(length),) * 2)
+        avoid = sized_avoid(avoid, (inputs.length(length),) * 2)
         if seed is None and avoid is None:
             return self._remember(
                 key, count, (yield from self._write(keywords, length, mode, count, None, tones, zodiac))
@@ -371,7 +371,7 @@ class CoupletWriter:
         the written line avoids ``avoid`` (the couplet shown) or the deterministic one, as in ``write_search``."""
         text = inputs.line(upper, self.vocab, auspicious=False)
         key = ("match", text, tones, zodiac, direction, lenient, register)
-        avoid = _same_size(avoid, (len(text),) * 2)
+        avoid = sized_avoid(avoid, (len(text),) * 2)
         if seed is None and avoid is None:
             res = yield from self._match(upper, count, None, tones, zodiac, direction, lenient, register)
             return self._remember(key, count, res)
@@ -567,7 +567,7 @@ class CoupletWriter:
         return [float(s) / (len(seq) - k) for s, (seq, k) in zip(scores, jobs)]
 
 
-def _same_size(avoid: tuple[str, str] | None, sizes: tuple[int, int]) -> tuple[str, str] | None:
+def sized_avoid(avoid: tuple[str, str] | None, sizes: tuple[int, int]) -> tuple[str, str] | None:
     """A couplet to differ from, cleaned as a person's lines are (繁體 read as 简体), or None where it is not the
     size of the lines being written (a couplet shown for another request steers nothing)."""
     if avoid is None:
