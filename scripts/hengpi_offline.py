@@ -44,7 +44,6 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
-from unittest import mock
 
 import numpy as np
 
@@ -122,13 +121,10 @@ def with_bigrams(lines: list[str], rows: list[list[str]], mu: float, min_joint: 
 
 
 def load(path: Path) -> tuple[hengpi.Fitted, np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """The table at ``path``: its unigram part parsed by the chooser's own ``fitted()``, and its bigram part (per
+    """The table at ``path``: its unigram part parsed by the chooser's own ``hengpi.parse``, and its bigram part (per
     phrase constant; bigram -> (phrases, weights); empty where the table has none) parsed in bulk alike."""
     text = path.read_text(encoding="utf-8")
-    shim = mock.Mock()
-    shim.files.return_value.joinpath.return_value.read_text.return_value = text
-    with mock.patch.object(hengpi, "resources", shim):
-        table = hengpi.fitted.__wrapped__()
+    table = hengpi.parse(text)
     rows = [ln.split("\t") for ln in text.splitlines() if ln and not ln.startswith("#")]
     if not any(len(r) > 5 for r in rows):
         return table, np.zeros(len(rows), np.float32), {}
@@ -157,8 +153,7 @@ class Chooser(hengpi.HengpiChooser):
 
     def __init__(self, path: Path, weight: float = 0.0):
         table, self.bigram_const, self.bigram_index = load(path)
-        with mock.patch.object(hengpi, "fitted", lambda: table):
-            super().__init__()
+        super().__init__(table)
         self.weight = weight
         self._given = None
 

@@ -58,9 +58,13 @@ class Fitted:
 
 @lru_cache(maxsize=1)
 def fitted() -> Fitted:
-    """The table of scripts/build_hengpi_table.py, as arrays and an index from character to phrases (parsed in
-    bulk: 40,000 cells, part of every start)."""
-    text = resources.files("chunlian").joinpath("data", "hengpi_fit.tsv").read_text(encoding="utf-8")
+    """The shipped table of scripts/build_hengpi_table.py (parsed once: part of every start)."""
+    return parse(resources.files("chunlian").joinpath("data", "hengpi_fit.tsv").read_text(encoding="utf-8"))
+
+
+def parse(text: str) -> Fitted:
+    """A table as scripts/build_hengpi_table.py writes it, as arrays and an index from character to phrases (parsed
+    in bulk: 40,000 cells)."""
     rows = [ln.split("\t") for ln in text.splitlines() if ln and not ln.startswith("#")]
     phrases = tuple(Phrase(r[0], None if r[2] == "-" else r[2]) for r in rows)
     prior = PRIOR_WEIGHT * np.log(np.array([int(r[1]) for r in rows], np.float32))
@@ -79,8 +83,8 @@ def fitted() -> Fitted:
 
 
 class HengpiChooser:
-    def __init__(self):
-        self.table = fitted()
+    def __init__(self, table: Fitted | None = None):
+        self.table = table or fitted()  # another table: scripts/hengpi_offline.py's held-out themes
         self.phrases = self.table.phrases
         self.texts = frozenset(p.text for p in vocabulary())  # the book's set phrases, which wish words may form
         self._codes = np.array([[ord(c) for c in p.text] for p in self.phrases], np.int32)
