@@ -29,20 +29,15 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from ranking_fit import fit  # noqa: E402
 
 from chunlian.model.export import load_exported  # noqa: E402
-from chunlian.model.prefer import _completion, _prompt  # noqa: E402
-from chunlian.model.tokenizer import PAD  # noqa: E402
+from chunlian.model.prefer import _completion, _prompt, padded  # noqa: E402
 
 ROUNDS = ["r1", "r2", "r3", "r4"]
 
 
 def couplet_features(model, seqs: list[list[int]], starts: list[int]) -> np.ndarray:
     """Per sequence: final mean state, end state, middle layer's mean state, log-prob per token (mean, min)."""
-    T = max(len(s) for s in seqs)
-    idx = torch.full((len(seqs), T), PAD, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        idx[i, : len(s)] = torch.tensor(s)
-    mask = (idx != PAD).float()
-    pos = torch.arange(T).unsqueeze(0).expand(len(seqs), T)
+    idx, mask, pos = padded(seqs)
+    T = idx.shape[1]
     with torch.no_grad():
         x = model.wte(idx) + model.wpe(pos)
         allowed = torch.ones(T, T, dtype=torch.bool).tril().unsqueeze(0) & (mask > 0.5).unsqueeze(1)

@@ -64,14 +64,18 @@ def read_judgments(paths: list[str | Path], tok: Tokenizer) -> list[Judgment]:
     return out
 
 
-def completion_logp(model, seqs: list[list[int]], starts: list[int]) -> torch.Tensor:
-    """Sum of each sequence's token log-probabilities from ``starts[i]`` on, shape (B,)."""
+def padded(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Sequences as one batch: token ids padded with PAD, the key mask (1 for real tokens) and positions, (B, T)."""
     T = max(len(s) for s in seqs)
     idx = torch.full((len(seqs), T), PAD, dtype=torch.long)
     for i, s in enumerate(seqs):
         idx[i, : len(s)] = torch.tensor(s)
-    mask = (idx != PAD).float()
-    positions = torch.arange(T).unsqueeze(0).expand(len(seqs), T)
+    return idx, (idx != PAD).float(), torch.arange(T).unsqueeze(0).expand(len(seqs), T)
+
+
+def completion_logp(model, seqs: list[list[int]], starts: list[int]) -> torch.Tensor:
+    """Sum of each sequence's token log-probabilities from ``starts[i]`` on, shape (B,)."""
+    idx, mask, positions = padded(seqs)
     logits, _ = model(idx[:, :-1], positions[:, :-1], mask[:, :-1])
     logp = F.log_softmax(logits, dim=-1).gather(-1, idx[:, 1:].unsqueeze(-1)).squeeze(-1)
     keep = torch.zeros_like(logp)
