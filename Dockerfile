@@ -27,7 +27,8 @@ COPY --from=build /opt/chunlian /opt/chunlian
 ENV PATH=/opt/chunlian/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
-    CHUNLIAN_THREADS=2 \
+    CHUNLIAN_WORKERS=2 \
+    CHUNLIAN_THREADS=1 \
     CHUNLIAN_PRECISION=int8
 USER 10001:10001
 WORKDIR /home/chunlian

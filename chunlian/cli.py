@@ -287,6 +287,7 @@ def cmd_serve(args) -> None:
         "cache_size",
         "cache_ttl_s",
         "redis_url",
+        "workers",
         "threads",
         "kiosk_idle_s",
         "public_url",
@@ -467,7 +468,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--model-dir", default=None)
     s.add_argument("--precision", choices=["int8", "fp32"], default=None)
-    s.add_argument("--threads", type=int, default=None)
+    s.add_argument("--workers", type=int, default=None, help="batch workers (0: one per core, up to 2)")
+    s.add_argument(
+        "--threads", type=int, default=None, help="ONNX Runtime threads of each model call (0: cores / workers)"
+    )
     s.add_argument("--max-batch-size", type=int, default=None, help="most model rows in one call")
     s.add_argument("--max-wait-ms", type=float, default=None, help="batching window of an idle worker")
     s.add_argument("--max-concurrency", type=int, default=None)

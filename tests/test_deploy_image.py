@@ -123,7 +123,7 @@ def test_the_images_cmd_serves_from_a_plain_install_and_stops_gracefully(plain_i
         url = f"http://127.0.0.1:{port}"
         wait_for(lambda: httpx.get(f"{url}/readyz", timeout=2).status_code == 200, 180, "/readyz", proc)
         text = log.read_text()
-        assert "threads=2" in text and "precision=int8" in text  # the image's CHUNLIAN_* settings took effect
+        assert "workers=2 threads=1" in text and "precision=int8" in text  # the image's CHUNLIAN_* settings took effect
         # the image's HEALTHCHECK command, against this port
         health = json.loads(_one(stage, "HEALTHCHECK").split(" CMD ", 1)[1])
         health = [str(venv / "bin" / health[0]), *(a.replace(":8000/", f":{port}/") for a in health[1:])]

@@ -67,6 +67,41 @@ def test_memory_is_handed_back_once_a_burst_ends_not_during_it(monkeypatch):
     b.close()
 
 
+def test_two_workers_step_at_once_and_keep_the_concurrency_bound_together():
+    """Two workers share the queue: their model calls overlap (one's batch runs while the other steps in Python),
+    and together they never run more searches than max_concurrency, whose parts may be uneven (3 = 2 + 1)."""
+    lm = SlowLM(delay=0.01)
+    spans, running, most, lock = [], [0], [0], threading.Lock()
+    step_many = lm.step_many
+
+    def timed(jobs):
+        t = time.monotonic()
+        out = step_many(jobs)
+        spans.append((t, time.monotonic()))
+        return out
+
+    lm.step_many = timed
+
+    def counted(i):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            return (yield from search(steps=4, answer=i))
+        finally:
+            with lock:
+                running[0] -= 1
+
+    b = Batcher(lm, max_concurrency=3, max_wait_ms=0, workers=2)
+    futs = [b.submit(counted(i)) for i in range(12)]
+    assert [f.result(5) for f in futs] == list(range(12))
+    assert most[0] == 3
+    spans.sort()
+    assert any(b0 < a1 for (a0, a1), (b0, b1) in zip(spans, spans[1:]))  # two calls in flight at once
+    assert b.depth() == 0
+    b.close()
+
+
 def test_max_batch_size_splits_calls():
     lm = SlowLM()
     b = Batcher(lm, max_batch_size=4, max_wait_ms=20)

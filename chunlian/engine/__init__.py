@@ -79,7 +79,7 @@ class Engine:
         chars = _vocabulary(s) if lm is None else ""
         self._preload = threading.Thread(target=prosody.preload, args=(chars,), name="chunlian-preload", daemon=True)
         self._preload.start()
-        self.lm = lm or load_model(s.backend, s.model_dir, s.precision, s.threads)
+        self.lm = lm or load_model(s.backend, s.model_dir, s.precision, s.thread_count() if batching else s.threads)
         self.writer = CoupletWriter(self.lm)
         self.metrics = Metrics()
         self.cache = make_cache(s)
@@ -98,6 +98,7 @@ class Engine:
                 s.queue_size,
                 on_batch=self.metrics.on_batch,
                 budget=budget,
+                workers=s.worker_count(),
             )
             self._fit_concurrency()
             self.metrics.queue_capacity.set(s.max_concurrency + s.queue_size)

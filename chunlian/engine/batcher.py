@@ -1,14 +1,20 @@
 """Dynamic batching: many requests' searches advance together, one model call per step.
 
 Each request is a search generator (``chunlian.decoding.search``) that yields its model calls.
-One worker thread owns the model: it gathers the calls every active search is waiting on and
-runs them as one merged batch (``start_many`` / ``step_many``), so concurrent requests — of
-any length or mode — and the candidate rows within each share every forward pass. A request
-arriving at an idle worker waits at most ``max_wait_ms`` for company; one arriving while others
-run joins at the next step without waiting (continuous batching).
+A worker thread gathers the calls every search it runs is waiting on and runs them as one merged
+batch (``start_many`` / ``step_many``), so concurrent requests — of any length or mode — and the
+candidate rows within each share every forward pass. A request arriving at an idle worker waits at
+most ``max_wait_ms`` for company; one arriving while others run joins at the next step without
+waiting (continuous batching).
 
-Admission is bounded: at most ``max_concurrency`` searches run and ``queue_size`` wait; beyond
-that ``submit`` raises ``Overloaded`` at once. A request whose caller gave up is dropped at the
+With ``workers=2`` two such threads share the queue, each batching its own searches. A search's
+own Python (masks, top-k, the ranking) holds the GIL for about half of a worker's time, and ONNX
+Runtime releases it: while one worker steps its search in Python, the other's batch runs in the
+model, so two cores are both busy (on 2 cores, 41 couplets/s against 30 with one worker running
+two ONNX threads: docs/BENCHMARKS.md).
+
+Admission is bounded: at most ``max_concurrency`` searches run (split evenly among the workers)
+and ``queue_size`` wait; beyond that ``submit`` raises ``Overloaded`` at once. A request whose caller gave up is dropped at the
 next step, freeing its slot.
 """
 
@@ -41,7 +47,15 @@ class _Job:
 
 class Batcher:
     def __init__(
-        self, lm, max_batch_size=256, max_wait_ms=2.0, max_concurrency=64, queue_size=256, on_batch=None, budget=None
+        self,
+        lm,
+        max_batch_size=256,
+        max_wait_ms=2.0,
+        max_concurrency=64,
+        queue_size=256,
+        on_batch=None,
+        budget=None,
+        workers: int = 1,
     ):
         self.lm = lm
         self.budget: Budget | None = budget  # over it, new requests are refused (Overloaded) instead of queued
@@ -50,11 +64,15 @@ class Batcher:
         self.max_concurrency = max_concurrency
         self.queue: queue.Queue[_Job] = queue.Queue()  # admission is bounded by the semaphore
         self.on_batch = on_batch or (lambda rows, jobs: None)
-        self.active: list[_Job] = []
+        self._actives: list[list[_Job]] = [[] for _ in range(max(1, workers))]  # each worker's own searches
         self._admit = threading.BoundedSemaphore(max_concurrency + queue_size)
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="chunlian-batcher", daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._loop, args=(active,), name=f"chunlian-batcher-{i}", daemon=True)
+            for i, active in enumerate(self._actives)
+        ]
+        for t in self._threads:
+            t.start()
 
     # -- caller side -------------------------------------------------------------------------
     def submit(self, gen, timeout_s: float = 10.0) -> Future:
@@ -75,19 +93,28 @@ class Batcher:
 
     def depth(self) -> int:
         """Requests admitted and not finished (running + waiting)."""
-        return len(self.active) + self.queue.qsize()
+        return sum(len(a) for a in self._actives) + self.queue.qsize()
 
     def alive(self) -> bool:
-        """Whether the worker thread still runs (nothing is answered once it has died)."""
-        return self._thread.is_alive() and not self._stop.is_set()
+        """Whether every worker thread still runs (once one has died, all stop and nothing is answered)."""
+        return all(t.is_alive() for t in self._threads) and not self._stop.is_set()
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=5)
+        for t in self._threads:
+            t.join(timeout=5)
 
     # -- worker side -------------------------------------------------------------------------
-    def _take(self, block: bool) -> None:
-        room = self.max_concurrency - len(self.active)
+    def _share(self, active: list[_Job]) -> int:
+        """This worker's part of ``max_concurrency`` (read each time: the engine may lower it once warm); the
+        parts add up to it exactly, so no lock is needed for the workers to keep to it together."""
+        n, i = len(self._actives), next(k for k, a in enumerate(self._actives) if a is active)
+        return self.max_concurrency // n + (i < self.max_concurrency % n)
+
+    def _take(self, active: list[_Job], block: bool) -> None:
+        room = self._share(active) - len(active)
+        if room <= 0 and block:  # no part of the concurrency is this worker's now: wait, then look again
+            time.sleep(0.05)
         while room > 0:
             try:
                 job = self.queue.get(timeout=0.05) if block else self.queue.get_nowait()
@@ -99,7 +126,7 @@ class Batcher:
                 continue
             self._advance(job, None)
             if not job.future.done():
-                self.active.append(job)
+                active.append(job)
                 room -= 1
 
     def _advance(self, job: _Job, out) -> None:
@@ -111,51 +138,51 @@ class Batcher:
         except Exception as exc:  # the search's own error (bad input) goes back to its caller
             _settle(job.future, error=exc)
 
-    def _loop(self) -> None:
+    def _loop(self, active: list[_Job]) -> None:
         try:
-            self._work()
-        finally:  # closed, or died of a bug: fail what waits at once rather than at its timeout
-            self._stop.set()  # alive() is False from here on
+            self._work(active)
+        finally:  # closed, or died of a bug: fail what waits at once rather than at its timeout (every worker's)
+            self._stop.set()  # alive() is False from here on, and the other workers stop
             stopped = RuntimeError("the batch worker has stopped")
-            for job in self.active:
+            for job in [j for a in self._actives for j in a]:
                 _settle(job.future, error=stopped)
             while not self.queue.empty():
                 _settle(self.queue.get_nowait().future, error=stopped)
 
-    def _work(self) -> None:
+    def _work(self, active: list[_Job]) -> None:
         busy_until = None  # when the model last ran, until the burst's memory is handed back
         while not self._stop.is_set():
-            if not self.active:
+            if not active:
                 if busy_until is not None and time.monotonic() - busy_until > TRIM_AFTER_IDLE_S:
                     trim()  # a burst has ended: hand its batch buffers back to the system
                     busy_until = None
-                self._take(block=True)
-                if self.active and self.max_wait:
+                self._take(active, block=True)
+                if active and self.max_wait:
                     deadline = time.monotonic() + self.max_wait
-                    while time.monotonic() < deadline and len(self.active) < self.max_concurrency:
+                    while time.monotonic() < deadline and len(active) < self._share(active):
                         time.sleep(min(0.0005, max(0.0, deadline - time.monotonic())))
-                        self._take(block=False)
+                        self._take(active, block=False)
             else:
-                self._take(block=False)
+                self._take(active, block=False)
             now = time.monotonic()
-            for job in self.active:
+            for job in active:
                 if now > job.deadline:
                     _settle(job.future, error=TimeoutError("request timed out"))
                 if job.future.done():
                     job.gen.close()
-            self.active = [j for j in self.active if not j.future.done()]
-            if not self.active:
+            active[:] = [j for j in active if not j.future.done()]
+            if not active:
                 continue
             try:
-                self._run(self.active)
+                self._run(active)
             except Exception:  # a merged call failed: run each request alone, so only the one at fault fails
-                for job in self.active:
+                for job in active:
                     if not job.future.done():
                         try:
                             self._run([job])
                         except Exception as exc:
                             _settle(job.future, error=exc)
-            self.active = [j for j in self.active if not j.future.done()]
+            active[:] = [j for j in active if not j.future.done()]
             busy_until = time.monotonic()
 
     def _chunks(self, jobs, rows_of):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -12,7 +14,16 @@ class Settings(BaseSettings):
     model_dir: str | None = Field(None, description="model directory; default: the shipped weights")
     backend: str = Field("onnx", description="onnx | hf | modelscope")
     precision: str = Field("int8", description="int8 | fp32 (see docs/PRECISION.md for the choice)")
-    threads: int = Field(0, ge=0, description="ONNX Runtime intra-op threads; 0 = up to 2")
+    # two workers of one ONNX thread each, not one of two: while one steps its searches in Python (GIL held), the
+    # other's batch runs in the model; on 2 cores 41 couplets/s instead of 30 (docs/BENCHMARKS.md)
+    workers: int = Field(
+        0, ge=0, description="batch workers, each merging its own requests' model calls; 0 = one per core, up to 2"
+    )
+    threads: int = Field(
+        0,
+        ge=0,
+        description="ONNX Runtime intra-op threads of each model call; 0 = the cores (up to 2) over the workers",
+    )
     max_batch_size: int = Field(128, ge=1, description="most model rows in one batched call")
     max_wait_ms: float = Field(2.0, ge=0, le=50, description="how long an idle batcher waits for company")
     # 8, not 16: on 2 cores the 64-client soak peaked at 488–491 MiB instead of 765–770, served 150–165 requests/s
@@ -50,6 +61,12 @@ class Settings(BaseSettings):
         description="signs share links (/c/<id>), the same on every replica; unset: a public key that only "
         "catches damaged links",
     )
+
+    def worker_count(self) -> int:
+        return self.workers or min(2, os.cpu_count() or 1)
+
+    def thread_count(self) -> int:
+        return self.threads or max(1, min(2, os.cpu_count() or 1) // self.worker_count())
 
     def describe(self) -> str:
         shown = self.model_dump() | {"share_key": "(set)" if self.share_key else None}
