@@ -15,7 +15,9 @@ round and side, in order A B, then B A, so that drift within the run hits both a
     a side that does not read ``avoid`` ignores it. The couplets are taken once, before the rounds, from a server
     of side B that is then stopped;
   - ``mix``: wish words drawn by popularity (Zipf), most first views deterministic (repeats hit the cache), about
-    one in four a 换一副, one in ten a 对对子.
+    one in four a 换一副, one in ten a 对对子;
+  - ``page``: the same requests, each 换一副 with the couplet shown (``avoid``), as the page sends them (taken like
+    ``shown``'s).
 Every request is seeded from ``--seed``, so both sides get the same ones. Non-2xx answers are counted as errors.
 """
 
@@ -63,7 +65,7 @@ def wish_words() -> list[list[str]]:
 
 
 def requests_for(load: str, n: int, count: int, seed: int, shown: dict | None = None) -> list[dict]:
-    rng = random.Random(f"{load}-{count}-{seed}")
+    rng = random.Random(f"{'mix' if load == 'page' else load}-{count}-{seed}")  # page: the mix's own requests
     words = wish_words()
     rng.shuffle(words)
     if load == "unique":
@@ -94,6 +96,8 @@ def requests_for(load: str, n: int, count: int, seed: int, shown: dict | None = 
             }
             if r > 0.75:
                 body["seed"] = rng.randrange(50)
+                if load == "page" and shown is not None:
+                    body["avoid"] = shown[(tuple(body["keywords"]), body["length"])]
             out.append(body)
     return out
 
@@ -170,16 +174,19 @@ async def _run(port: int, bodies: list[dict], clients: int) -> tuple[list[float]
         return lat, errors, time.perf_counter() - t0
 
 
-LOADS = ("unique", "seeded", "mix", "shown")
+LOADS = ("unique", "seeded", "mix", "shown", "page")
 
 
 def shown_couplets(checkout: Path, args) -> dict:
-    """The deterministic couplet of every input the ``shown`` load asks, from a server that is then stopped."""
+    """The deterministic couplet of every input a 换一副 of the ``shown`` and ``page`` loads asks, from a server that
+    is then stopped."""
     wanted = {
         (tuple(b["keywords"]), b["length"])
+        for load in ("shown", "page")
         for rnd in range(args.rounds)
         for n, count in ((args.requests, 3), (args.requests * 4, 1))
-        for b in requests_for("shown", n, count, args.seed + rnd)
+        for b in requests_for(load, n, count, args.seed + rnd)
+        if "seed" in b
     }
     out = {}
     with Server(checkout) as srv, httpx.Client(base_url=f"http://127.0.0.1:{srv.port}", timeout=120) as c:

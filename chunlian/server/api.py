@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from concurrent.futures import Future
 
 from fastapi import FastAPI, Query, Request
@@ -34,22 +33,32 @@ from chunlian.server.schemas import (
     shape_answer,
 )
 
-DISCONNECT_POLL_S = 0.1  # how often a waiting request looks whether its client is still there
-
 
 async def _await(fut: Future, eng: Engine, request: Request) -> dict | None:
-    """The answer, or None once the client has gone: its slot is freed at once, not at the timeout."""
+    """The answer, or None once the client has gone: its slot is freed at once, not at the timeout.
+
+    One task listens for the client's disconnect (the server answers ``receive`` with it once the body has been
+    read) instead of asking ``is_disconnected`` every 0.1 s: under 32 clients that polling held the GIL for about 6%
+    of the samples, time the batch workers' searches wait for."""
     waiter = asyncio.wrap_future(fut)
-    deadline = time.monotonic() + eng.settings.request_timeout_s
-    while (left := deadline - time.monotonic()) > 0:
-        done, _ = await asyncio.wait({waiter}, timeout=min(DISCONNECT_POLL_S, left))
-        if done:
-            return waiter.result()
-        if await request.is_disconnected():
-            fut.cancel()
-            return None
+    gone = asyncio.ensure_future(_disconnect(request))
+    try:
+        done, _ = await asyncio.wait(
+            {waiter, gone}, timeout=eng.settings.request_timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        gone.cancel()
+    if waiter in done:
+        return waiter.result()
     fut.cancel()
+    if gone in done:
+        return None
     raise TimeoutError
+
+
+async def _disconnect(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 def add_routes(app: FastAPI, state: dict) -> None:
