@@ -16,8 +16,8 @@ round and side, in order A B, then B A, so that drift within the run hits both a
     of side B that is then stopped;
   - ``mix``: wish words drawn by popularity (Zipf), most first views deterministic (repeats hit the cache), about
     one in four a 换一副, one in ten a 对对子;
-  - ``page``: the same requests, each 换一副 with the couplet shown (``avoid``), as the page sends them (taken like
-    ``shown``'s).
+  - ``page``: drawn as the mix is (other draws: the mix's own would all hit the cache), each 换一副 with the couplet
+    shown (``avoid``), as the page sends them (taken like ``shown``'s).
 Every request is seeded from ``--seed``, so both sides get the same ones. Non-2xx answers are counted as errors.
 """
 
@@ -65,7 +65,7 @@ def wish_words() -> list[list[str]]:
 
 
 def requests_for(load: str, n: int, count: int, seed: int, shown: dict | None = None) -> list[dict]:
-    rng = random.Random(f"{'mix' if load == 'page' else load}-{count}-{seed}")  # page: the mix's own requests
+    rng = random.Random(f"{load}-{count}-{seed}")
     words = wish_words()
     rng.shuffle(words)
     if load == "unique":
@@ -94,7 +94,7 @@ def requests_for(load: str, n: int, count: int, seed: int, shown: dict | None = 
                 "length": rng.choice((7, 7, 7, 5, 9, 11)),
                 "count": count,
             }
-            if r > 0.75:
+            if r > 0.75:  # the page's 换一副: a seed, and (page) the couplet it replaces
                 body["seed"] = rng.randrange(50)
                 if load == "page" and shown is not None:
                     body["avoid"] = shown[(tuple(body["keywords"]), body["length"])]

@@ -1,8 +1,8 @@
 """The engine: one loaded model per process, warmed once, answering requests as plain dicts.
 
 Everything above it (CLI, HTTP server) speaks to this object only, so the JSON a user sees is the
-same from every door. With ``batching=True`` requests go through the dynamic batcher (one worker
-thread owns the model); deterministic requests — same normalised input, options and seed — are
+same from every door. With ``batching=True`` requests go through the dynamic batcher (its worker
+threads share the model); deterministic requests — same normalised input, options and seed — are
 answered from the result cache (``chunlian.engine.cache``: an in-process LRU with a TTL, or
 one Redis shared by every replica with ``redis_url``). The cache keeps each answer serialised, so every hit is
 the caller's own dict, built from those bytes (no deep copy of a live answer, nothing a caller can change in it).
