@@ -455,15 +455,23 @@ def _common_words() -> frozenset[str]:
     return frozenset(w for w, (lp, _) in t.words.items() if len(w) > 1 and lp >= floor)
 
 
+@lru_cache(maxsize=1)
+def wish_traps() -> frozenset[str]:
+    """Words that hold a wish word whole and mean something else on a spring door (平安夜: data/wish_traps.txt)."""
+    return frozenset(ln.strip() for ln in _data("wish_traps.txt").splitlines() if ln.strip() and ln[0] != "#")
+
+
 def split_wish_words(line: str, words: list[str]) -> list[str]:
     """Wish words of the line glued into another word across their edge, as 'wish word（word）':
-    机器人生财 reads 人生, 果农村里 reads 农村. A word of one character may join its neighbour (春风)."""
+    机器人生财 reads 人生, 果农村里 reads 农村. A word of one character may join its neighbour (春风). A word that
+    holds the wish word whole but means something else (平安夜, ``wish_traps``) is a split too."""
     table = _common_words()
     out = []
     for w in words:
         start = line.find(w)
         if len(w) < 2 or start < 0:
             continue
+        out += [f"{w}（{t}）" for t in wish_traps() if w in t and t in line]
         end = start + len(w)
         lo, hi = _wish_run(line, words, start, end)
         for edge in (start, end):
@@ -510,4 +518,11 @@ def glued_chars(word: str, vocab, after: bool) -> frozenset[str]:
         return frozenset()
     index = _glue_index()[0 if after else 1]
     parts = [word[-k:] for k in range(1, len(word))] if after else [word[:k] for k in range(1, len(word))]
-    return frozenset(c for p in parts for c in index.get(p, ()) if c in vocab)
+    glued = {c for p in parts for c in index.get(p, ())}
+    for t in wish_traps():  # 平安 + 夜: the whole wish word inside another word
+        at = t.find(word)
+        if at >= 0 and after and at + len(word) < len(t):
+            glued.add(t[at + len(word)])
+        elif at > 0 and not after:
+            glued.add(t[at - 1])
+    return frozenset(c for c in glued if c in vocab)

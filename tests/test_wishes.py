@@ -26,6 +26,18 @@ def test_a_wish_word_glued_into_another_word_is_found():
     assert prosody.split_wish_words("好人生意兴隆旺", ["生意", "兴隆"]) == ["生意（人生）"]  # but not beyond it
 
 
+@pytest.mark.parametrize("length", [5, 7])
+def test_a_wish_is_never_completed_into_a_word_of_another_meaning(writer, length):
+    """平安 gave 家住平安夜 at 5 and 平安夜里灯如昼 at 7: Christmas Eve, not a safe year (data/wish_traps.txt)."""
+    assert prosody.split_wish_words("家住平安夜", ["平安"]) == ["平安（平安夜）"]
+    assert prosody.split_wish_words("平安夜里灯如昼", ["平安"]) == ["平安（平安夜）"]
+    assert prosody.split_wish_words("岁岁平安日日新", ["平安"]) == []
+    for seed in (None, 1, 2, 3):
+        for c in writer.write(["平安"], length=length, count=3, seed=seed).couplets:
+            assert "平安夜" not in c.upper + c.lower, c
+            assert "平安" in c.upper + c.lower and c.report.hard_ok, c
+
+
 @pytest.mark.parametrize("words", [["生意", "兴隆"], ["大吉", "大利"]])
 @pytest.mark.parametrize("length", [5, 7, 9, 11])
 def test_the_classic_wishes_typed_as_two_words_get_a_couplet(writer, words, length):
