@@ -64,8 +64,10 @@ class Chunlian:
 
 def build(num_replicas: int | None = None, settings: dict | None = None, num_cpus: float = 1):
     """The application for ``serve.run``: ``num_replicas`` fixed, or autoscaled (AUTOSCALING) when None.
-    ``settings`` override the CHUNLIAN_* environment, as flags do for `chunlian serve`."""
-    limit = Settings(**(settings or {}))
+    ``settings`` override the CHUNLIAN_* environment, as flags do for `chunlian serve`. A replica runs as many batch
+    workers as the CPUs it is given (one per core of its host would oversubscribe them), unless ``settings`` say."""
+    settings = {"workers": max(1, int(num_cpus))} | (settings or {})
+    limit = Settings(**settings)
     dep = serve.deployment(
         Chunlian,
         name="chunlian",
