@@ -14,8 +14,8 @@ model, so two cores are both busy (on 2 cores, 41 couplets/s against 30 with one
 two ONNX threads: docs/BENCHMARKS.md).
 
 Admission is bounded: at most ``max_concurrency`` searches run (split evenly among the workers)
-and ``queue_size`` wait; beyond that ``submit`` raises ``Overloaded`` at once. A request whose caller gave up is dropped at the
-next step, freeing its slot.
+and ``queue_size`` wait; beyond that ``submit`` raises ``Overloaded`` at once. A request whose
+caller gave up is dropped at the next step, freeing its slot.
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ class Batcher:
         self._admit = threading.BoundedSemaphore(max_concurrency + queue_size)
         self._stop = threading.Event()
         self._threads = [
-            threading.Thread(target=self._loop, args=(active,), name=f"chunlian-batcher-{i}", daemon=True)
-            for i, active in enumerate(self._actives)
+            threading.Thread(target=self._loop, args=(i,), name=f"chunlian-batcher-{i}", daemon=True)
+            for i in range(len(self._actives))
         ]
         for t in self._threads:
             t.start()
@@ -105,14 +105,15 @@ class Batcher:
             t.join(timeout=5)
 
     # -- worker side -------------------------------------------------------------------------
-    def _share(self, active: list[_Job]) -> int:
-        """This worker's part of ``max_concurrency`` (read each time: the engine may lower it once warm); the
+    def _share(self, i: int) -> int:
+        """Worker ``i``'s part of ``max_concurrency`` (read each time: the engine may lower it once warm); the
         parts add up to it exactly, so no lock is needed for the workers to keep to it together."""
-        n, i = len(self._actives), next(k for k, a in enumerate(self._actives) if a is active)
+        n = len(self._actives)
         return self.max_concurrency // n + (i < self.max_concurrency % n)
 
-    def _take(self, active: list[_Job], block: bool) -> None:
-        room = self._share(active) - len(active)
+    def _take(self, i: int, block: bool) -> None:
+        active = self._actives[i]
+        room = self._share(i) - len(active)
         if room <= 0 and block:  # no part of the concurrency is this worker's now: wait, then look again
             time.sleep(0.05)
         while room > 0:
@@ -138,9 +139,9 @@ class Batcher:
         except Exception as exc:  # the search's own error (bad input) goes back to its caller
             _settle(job.future, error=exc)
 
-    def _loop(self, active: list[_Job]) -> None:
+    def _loop(self, i: int) -> None:
         try:
-            self._work(active)
+            self._work(i)
         finally:  # closed, or died of a bug: fail what waits at once rather than at its timeout (every worker's)
             self._stop.set()  # alive() is False from here on, and the other workers stop
             stopped = RuntimeError("the batch worker has stopped")
@@ -149,21 +150,22 @@ class Batcher:
             while not self.queue.empty():
                 _settle(self.queue.get_nowait().future, error=stopped)
 
-    def _work(self, active: list[_Job]) -> None:
+    def _work(self, i: int) -> None:
+        active = self._actives[i]  # this worker's own searches
         busy_until = None  # when the model last ran, until the burst's memory is handed back
         while not self._stop.is_set():
             if not active:
                 if busy_until is not None and time.monotonic() - busy_until > TRIM_AFTER_IDLE_S:
                     trim()  # a burst has ended: hand its batch buffers back to the system
                     busy_until = None
-                self._take(active, block=True)
+                self._take(i, block=True)
                 if active and self.max_wait:
                     deadline = time.monotonic() + self.max_wait
-                    while time.monotonic() < deadline and len(active) < self._share(active):
+                    while time.monotonic() < deadline and len(active) < self._share(i):
                         time.sleep(min(0.0005, max(0.0, deadline - time.monotonic())))
-                        self._take(active, block=False)
+                        self._take(i, block=False)
             else:
-                self._take(active, block=False)
+                self._take(i, block=False)
             now = time.monotonic()
             for job in active:
                 if now > job.deadline:

@@ -63,11 +63,16 @@ class Settings(BaseSettings):
     )
 
     def worker_count(self) -> int:
-        return self.workers or min(2, os.cpu_count() or 1)
+        return self.workers or _cores()
 
     def thread_count(self) -> int:
-        return self.threads or max(1, min(2, os.cpu_count() or 1) // self.worker_count())
+        return self.threads or max(1, _cores() // self.worker_count())
 
     def describe(self) -> str:
         shown = self.model_dump() | {"share_key": "(set)" if self.share_key else None}
         return " ".join(f"{k}={v}" for k, v in shown.items())
+
+
+def _cores() -> int:
+    """The cores the defaults plan for: up to 2, what one server of this size keeps busy."""
+    return min(2, os.cpu_count() or 1)
