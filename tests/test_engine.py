@@ -182,6 +182,17 @@ def test_cache_hits_repeated_deterministic_requests_but_not_new_seeds(batched):
     assert reg.get_sample_value("chunlian_cache_hits_total") - hits0 == 1
 
 
+def test_a_shown_couplet_sent_in_either_script_is_one_cache_entry(batched):
+    """换一副 from a page showing 繁體 asks with the couplet as shown: the same request as from a 简体 page."""
+    shown = batched.write(["吉庆"], count=1)
+    trad = batched.write(["吉庆"], count=1, script="traditional")
+    assert (trad["upper"], trad["lower"]) != (shown["upper"], shown["lower"])  # the test needs a 繁體 character
+    a = batched.write(["吉庆"], count=1, seed=5, avoid=(trad["upper"], trad["lower"]))
+    b = batched.write(["吉庆"], count=1, seed=5, avoid=(shown["upper"], shown["lower"]))
+    assert not a["cached"] and b["cached"] and (a["upper"], a["lower"]) == (b["upper"], b["lower"])
+    assert (a["upper"], a["lower"]) != (shown["upper"], shown["lower"])
+
+
 def test_a_batch_of_lines_shares_model_calls(engine):
     eng = Engine(lm=engine.lm, batching=True, cache_size=0, warm=False)
     lines = ["如意", "吉祥", "平安", "春回大地千山秀", "飞跃 富贵", "瑞雪兆丰年"]

@@ -141,6 +141,12 @@ class Engine:
             raise CoupletError("bad_year", f"年份须在{calendar.MIN_YEAR}到{calendar.MAX_YEAR}之间", str(e)) from None
 
     @staticmethod
+    def _shown(avoid: tuple[str, str] | None) -> tuple[str, str] | None:
+        """The couplet a 换一副 differs from, cleaned as the writer reads it (繁體 as 简体), so that the same couplet
+        sent in either script is one cache entry."""
+        return inputs.pair(*avoid) if avoid else None
+
+    @staticmethod
     def _options(count: int, script: str) -> None:
         if not 1 <= count <= MAX_COUNT:
             raise CoupletError("bad_count", f"候选数须为1到{MAX_COUNT}", f"count must be 1 to {MAX_COUNT}")
@@ -162,6 +168,7 @@ class Engine:
         """Start a couplet from wish words; the future holds the answer dict (or the error). ``avoid``: the
         couplet shown, which a 换一副 differs from (``CoupletWriter.write_search``)."""
         self._options(count, script)
+        avoid = self._shown(avoid)
         words = inputs.keywords(keywords, self.writer.vocab, auspicious=False)
         y = self.year(year)
         key = ("write", tuple(words), length, placement, count, seed, tones, script, y.year, avoid)
@@ -189,6 +196,7 @@ class Engine:
         """Start the other line for a given line; the future holds the answer dict (or the error).
         A person's own line is accepted as typed (the answer's notice names characters a 春联 avoids)."""
         self._options(count, script)
+        avoid = self._shown(avoid)
         text = inputs.line(upper, self.writer.vocab, auspicious=False)
         inputs.spring_register(text, register)
         y = self.year(year)
@@ -216,6 +224,7 @@ class Engine:
     ) -> Future:
         """Start writing the open places (``_``) of a couplet a person partly keeps (``together.fill_search``)."""
         self._options(count, script)
+        avoid = self._shown(avoid)
         together.patterns(upper, lower, self.writer.vocab)  # refused now, not after waiting in the queue
         y = self.year(year)
         key = ("fill", upper, lower, count, seed, tones, script, y.year, avoid)
