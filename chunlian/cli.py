@@ -224,6 +224,8 @@ def cmd_train(args) -> None:
         bf16=args.bf16,
         weights=dict(_source_weight(w) for w in args.weight),
         written=args.written,
+        teacher=args.teacher,
+        kd=args.kd,
     )
     _export_to(ckpt, args.export)
 
@@ -438,6 +440,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="data/written/chunlian_written.tsv",
         help="the written 春联 corpus with its wish words (data/written/SOURCES.md); skipped where absent",
     )
+    t.add_argument("--teacher", default=None, help="distil this model directory into --layers × --dim")
+    t.add_argument("--kd", type=float, default=0.8, help="distillation: the teacher's share of the loss")
     t.set_defaults(func=cmd_train)
 
     pf = sub.add_parser("prefer", help="preference training (DPO) on readers' choices (needs the train extra)")

@@ -265,3 +265,37 @@ def test_a_paused_training_does_not_spend_the_pause_from_its_schedule():
     assert spent < 8 and sum(steps) > 600
     slower = PausedSteps()  # steps that slow down under load (other work beside it) still count in full
     assert sum(slower(s) for s in [1.0, 2.0, 4.0, 8.0, 12.0]) == 27.0
+
+
+def test_a_student_learns_its_teachers_distribution_and_resumes_with_it(trained, tmp_path, data_dir):
+    import random
+
+    from chunlian.model.data import Pair, make_example
+    from chunlian.model.export import export, load_checkpoint, load_exported
+    from chunlian.model.train import _student, _tensors, train
+
+    ckpt, _ = trained
+    export(ckpt, tmp_path / "teacher", quantize=False)
+    teacher, ttok = load_exported(tmp_path / "teacher")
+    arch = dict(n_layer=1, n_head=2, n_embd=16)
+    kw = arch | dict(batch_size=16, checkpoint_minutes=0.01, log=lambda m: None, warmup=5)
+    out = train(str(data_dir), str(tmp_path / "kd"), teacher=str(tmp_path / "teacher"), minutes=0.04, **kw)
+    steps = torch.load(out, weights_only=False)["step"]
+    train(str(data_dir), str(tmp_path / "kd"), resume=True, minutes=0.1, **kw)  # the teacher comes from the checkpoint
+    student, tok = load_checkpoint(out)
+    assert tok.itos == ttok.itos and student.cfg.n_embd == 16 and student.cfg.n_layer == 1
+    assert torch.load(out, weights_only=False)["step"] > steps
+
+    rng = random.Random(0)
+    seqs = sorted((make_example(tok, Pair(u, l, "chunlian_pairs.tsv"), rng) for u, l in PAIRS * 4), key=len)
+    x, y = _tensors(seqs, "cpu")
+    mask = torch.ones_like(x, dtype=torch.float32)
+
+    def gap(model):  # KL(teacher ‖ model) per character, over the training pairs
+        keep = y >= 0
+        with torch.no_grad():
+            t = torch.log_softmax(teacher.logits(x, mask)[keep], -1)
+            s = torch.log_softmax(model.logits(x, mask)[keep], -1)
+        return float((t.exp() * (t - s)).sum(-1).mean())
+
+    assert gap(student) < 0.5 * gap(_student(teacher, arch))

@@ -108,9 +108,13 @@ class GPT(nn.Module):
         logits = self.ln_f(x) @ self.wte.weight.t()
         return logits, torch.stack(presents)
 
-    def loss(self, idx, targets, key_mask):
-        """Training loss: idx/targets (B,T), targets -1 where ignored; no past."""
+    def logits(self, idx, key_mask):
+        """Logits (B,T,V) of a whole sequence from its start (training, distillation); no past."""
         B, T = idx.shape
         positions = torch.arange(T, device=idx.device).unsqueeze(0).expand(B, T)
-        logits, _ = self.forward(idx, positions, key_mask)
+        return self.forward(idx, positions, key_mask)[0]
+
+    def loss(self, idx, targets, key_mask):
+        """Training loss: idx/targets (B,T), targets -1 where ignored; no past."""
+        logits = self.logits(idx, key_mask)
         return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1)
