@@ -82,24 +82,24 @@ def distill_loss(student_logits, teacher_logits, targets, kd: float, top: int = 
     return kd * taught + (1 - kd) * F.nll_loss(logp, targets[keep])
 
 
-def _start(data_dir, ckpt_path, resume, init_from, arch, written=None, teacher=None):
-    """(pairs, tokenizer, model, saved state or None) for a fresh, resumed, continued or distilled run."""
+def _start(data_dir, state, init_from, arch, written=None, teacher=None):
+    """(pairs, tokenizer, model) for a resumed run (``state``: its checkpoint), or a continued, distilled
+    (``teacher``: its network and tokenizer) or fresh one."""
     pairs = read_pairs(data_dir, "train", written)
-    state = torch.load(ckpt_path, map_location="cpu", weights_only=False) if resume and ckpt_path.exists() else None
     if state:
         tok = Tokenizer.from_itos(state["vocab"])
         model = GPT(GPTConfig(**state["config"]))
         model.load_state_dict(state["model"])
     elif teacher is not None:
-        tok = Tokenizer.from_itos(teacher[1].itos)
-        model = _student(teacher[0], arch)
+        net, tok = teacher
+        model = _student(net, arch)
     elif init_from:
         tok = Tokenizer(Tokenizer.load(Path(init_from) / "vocab.txt").itos[9:])
         model = _from_model_dir(init_from, tok)
     else:
         tok = build_vocab(pairs)
         model = GPT(GPTConfig(vocab_size=len(tok), **arch))
-    return pairs, tok, model, state
+    return pairs, tok, model
 
 
 @torch.no_grad()
@@ -170,16 +170,15 @@ def train(
         torch.set_num_threads(threads)
     torch.manual_seed(seed)
     arch = dict(n_layer=n_layer, n_head=n_head, n_embd=n_embd)
-    saved = torch.load(ckpt_path, map_location="cpu", weights_only=False) if resume and ckpt_path.exists() else {}
-    teacher = teacher or saved.get("base", {}).get("teacher")
+    state = torch.load(ckpt_path, map_location="cpu", weights_only=False) if resume and ckpt_path.exists() else None
+    teacher = teacher or (state or {}).get("base", {}).get("teacher")  # a resumed distillation keeps its teacher
+    teaching = None  # the teacher's (network, tokenizer)
     if teacher:
         from chunlian.model.export import load_exported
 
         teaching = load_exported(teacher)
         teaching[0].to(device).requires_grad_(False)
-    pairs, tok, model, state = _start(
-        data_dir, ckpt_path, resume, init_from, arch, written, teaching if teacher else None
-    )
+    pairs, tok, model = _start(data_dir, state, init_from, arch, written, teaching)
     model.to(device)
     cfg = model.cfg
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.05)
@@ -229,7 +228,7 @@ def train(
         x, y = _tensors(seqs, device)
         mask = torch.ones_like(x, dtype=torch.float32)
         with autocast:
-            if teacher:
+            if teaching:
                 with torch.no_grad():
                     taught = teaching[0].logits(x, mask)
                 loss = distill_loss(model.logits(x, mask), taught, y, base["kd"])
