@@ -175,7 +175,8 @@ def main() -> None:
         held[r] = float(np.mean((Xs[rnd == r] @ w > 0) == (y[rnd == r] > 0)))
     # the writer's own total beside the word features alone: what ranking could add at no model cost (read blind
     # with these weights over the total's, 2026-12-02: docs/reads/words, not shipped)
-    W = np.array([[shipped(a, r[1]) - shipped(b, r[1]), *np.subtract(a, b)[13:16]] for (a, b), r in zip(feats, rows)])
+    wf = slice(NAMES.index("word_logp"), NAMES.index("words") + 1)  # word_features' three columns
+    W = np.array([[shipped(a, r[1]) - shipped(b, r[1]), *np.subtract(a, b)[wf]] for (a, b), r in zip(feats, rows)])
     Ws, words_held = np.where(flip[:, None], -W, W), {}
     for r in args.rounds:
         ww = fit(Ws[rnd != r], y[rnd != r])
