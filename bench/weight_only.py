@@ -24,6 +24,8 @@ import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
 
+from chunlian.model.runtime import step_feed
+
 WEIGHTS = Path(__file__).resolve().parent.parent / "chunlian" / "weights"
 VARIANTS = {"8-bit, fp32 compute": (8, None), "8-bit, int8 compute": (8, 4), "4-bit, int8 compute": (4, 4)}
 
@@ -64,12 +66,7 @@ def time_call(path: Path, rows: int, n: int, cfg: dict) -> float:
     opts.intra_op_num_threads, opts.inter_op_num_threads = 2, 1
     s = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
     L, H, D, P = cfg["n_layer"], cfg["n_head"], cfg["n_embd"] // cfg["n_head"], 20
-    feeds = {
-        "input_ids": np.full((rows, 1), 5, np.int64),
-        "positions": np.full((rows, 1), P, np.int64),
-        "key_mask": np.ones((rows, P + 1), np.float32),
-        "past": np.random.default_rng(0).random((L, 2, rows, H, P, D), dtype=np.float32),
-    }
+    feeds = step_feed(L, H, D, rows, P, np.random.default_rng(0))
     for _ in range(3):
         s.run(None, feeds)
     times = []

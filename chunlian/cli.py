@@ -457,8 +457,8 @@ def build_parser() -> argparse.ArgumentParser:
     pf.add_argument("--export", default=None, help="export to this model directory when done")
     pf.set_defaults(func=cmd_prefer)
 
-    x = sub.add_parser("export", help="export a checkpoint to an ONNX model directory")
-    x.add_argument("checkpoint")
+    x = sub.add_parser("export", help="export a checkpoint (or re-export a model directory) to an ONNX model directory")
+    x.add_argument("checkpoint", help="a training checkpoint, or a model directory of any graph format")
     x.add_argument("--out", default="chunlian/weights")
     x.set_defaults(func=cmd_export)
 

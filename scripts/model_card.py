@@ -197,7 +197,7 @@ def model_section(params: dict, sizes: dict) -> list[str]:
         "`<kw> 词 <sp> 词 <bos> …` (wish words), `<acr> 头字 <bos> …` (藏头), `<rev> 下联 <sep> 上联 <eos>` (reverse). "
         "A leading `<chun>` asks for the spring register: the 春联 book's pairs carry it in training; wish words "
         "and 藏头 ask for it, a given line only when it speaks of spring (`--register`).",
-        "- Served as ONNX with a KV cache (`past` in, `present` out) under ONNX Runtime; int8 (static, "
+        "- Served as ONNX with a KV cache kept by the caller (each layer's past keys and values in, the new token's out: graph format 2) under ONNX Runtime; int8 (static, "
         "calibrated QDQ) by default, the fp32 graph beside it (docs/PRECISION.md).",
         "- Ranking (`chunlian/decoding/rerank.py`): forward log-prob per character, plus "
         "the reverse direction's (relevance, for 对对子), soft rules, and stock spans costing the search. The 横批 is "

@@ -26,7 +26,7 @@ import numpy as np
 
 from chunlian import calendar, prosody
 from chunlian.decoding import rerank
-from chunlian.model.runtime import OnnxLM, log_softmax
+from chunlian.model.runtime import OnnxLM
 from chunlian.model.tokenizer import EOS, SEP
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,11 +52,8 @@ NAMES = [
 
 def token_logps(lm: OnnxLM, seqs: list[list[int]], starts: list[int]) -> list[np.ndarray]:
     """Each sequence's token log-probabilities from ``starts[i]`` on (one model call)."""
-    logits = lm.logits(seqs)
-    return [
-        log_softmax(logits[i, k - 1 : len(s) - 1])[np.arange(len(s) - k), s[k:]]
-        for i, (s, k) in enumerate(zip(seqs, starts))
-    ]
+    logp = lm.log_probs(seqs)
+    return [logp[i, k - 1 : len(s) - 1][np.arange(len(s) - k), s[k:]] for i, (s, k) in enumerate(zip(seqs, starts))]
 
 
 def jobs(lm: OnnxLM, kind: str, text: str, cand: str) -> list[tuple[list[int], int]]:

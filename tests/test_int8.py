@@ -9,7 +9,7 @@ import pytest
 
 from chunlian.calendar import coming_year
 from chunlian.engine import Engine
-from chunlian.model.runtime import OnnxLM, default_model_dir, log_softmax
+from chunlian.model.runtime import OnnxLM, default_model_dir
 
 LINES = ["春回大地千山秀", "天增岁月人增寿", "一帆风顺年年好", "瑞雪兆丰年", "莺歌燕舞，山河壮丽千秋秀"]
 
@@ -83,18 +83,10 @@ PAIRS = [
 ]
 
 
-def _all_logits(lm, seq):
-    """Log-probs at every position of one sequence (no cache)."""
-    ids = np.array([seq], dtype=np.int64)
-    past = np.zeros((lm.n_layer, 2, 1, lm.n_head, 0, lm.head_dim), np.float32)
-    feed = {"input_ids": ids, "positions": np.arange(len(seq))[None], "key_mask": np.ones_like(ids, np.float32)}
-    return log_softmax(lm.session.run(None, feed | {"past": past})[0][0])
-
-
 def test_int8_log_probs_stay_close_to_fp32(lms):
     """Teacher-forced couplets: int8's most likely next character is fp32's almost everywhere."""
     seqs = [lms["fp32"].pair_sequence(a, b, rev, True)[0] for a, b, rev in PAIRS]
-    logp = {p: np.concatenate([_all_logits(lm, s) for s in seqs]) for p, lm in lms.items()}
+    logp = {p: np.concatenate([lm.log_probs([s])[0] for s in seqs]) for p, lm in lms.items()}
     top1 = (logp["int8"].argmax(-1) == logp["fp32"].argmax(-1)).mean()
     kl = (np.exp(logp["fp32"]) * (logp["fp32"] - logp["int8"])).sum(-1).mean()
     assert top1 >= 0.9 and kl <= 0.01, (top1, kl)

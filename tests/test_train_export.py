@@ -83,6 +83,58 @@ def test_onnx_with_kv_cache_matches_the_torch_model(trained, tmp_path):
         np.testing.assert_allclose(logp[i], ref, atol=1e-3)
 
 
+def _torch_next_logp(model, seq):
+    ids = torch.tensor([seq])
+    with torch.no_grad():
+        logits, _ = model(ids, torch.arange(len(seq)).unsqueeze(0), torch.ones(1, len(seq)))
+    return torch.log_softmax(logits[0, -1], -1).numpy()
+
+
+def test_merged_steps_of_forked_rows_match_the_torch_model(trained, tmp_path):
+    """Two searches stepped in one batch (caches of different lengths, rows forked and dropped between steps)
+    get what each row's whole sequence gives the torch network: the cache kept outside the graph follows its rows."""
+    from chunlian.model.export import export, load_checkpoint
+    from chunlian.model.runtime import OnnxLM
+
+    ckpt, _ = trained
+    export(ckpt, tmp_path, quantize=False)
+    model, tok = load_checkpoint(ckpt)
+    lm = OnnxLM(tmp_path, precision="fp32")
+    prompts = [[tok.prefix_match("春回大地千山秀")] * 2, [tok.prefix_keywords(["如意"])]]
+    (a, la), (b, lb) = lm.start_many(prompts)
+    seqs = [[list(p) for p in job] for job in prompts]
+    forks = [([1, 0, 0], [0]), ([2, 2], [0, 0]), ([0, 1], [1])]  # each step: the parents of each search's rows
+    for step, (pa, pb) in enumerate(forks):
+        ta, tb = np.array([10 + step + i for i in range(len(pa))]), np.array([20 + step + i for i in range(len(pb))])
+        (a, la), (b, lb) = lm.step_many([(a, np.array(pa), ta), (b, np.array(pb), tb)])
+        seqs = [[seqs[0][i] + [int(t)] for i, t in zip(pa, ta)], [seqs[1][i] + [int(t)] for i, t in zip(pb, tb)]]
+    for got, job in ((la, seqs[0]), (lb, seqs[1])):
+        for row, seq in zip(got, job):
+            np.testing.assert_allclose(row, _torch_next_logp(model, seq), atol=1e-3)
+
+
+def test_a_model_directory_re_exports_and_an_old_graph_format_is_refused_with_the_fix(trained, tmp_path):
+    import json
+
+    from chunlian.errors import CoupletError
+    from chunlian.model.export import export
+    from chunlian.model.runtime import OnnxLM
+
+    ckpt, _ = trained
+    first, again = tmp_path / "first", tmp_path / "again"
+    export(ckpt, first, quantize=False)
+    export(first, again, quantize=False)
+    seq = [OnnxLM(first, precision="fp32").tok.prefix_match("春回大地千山秀")]
+    np.testing.assert_allclose(
+        OnnxLM(again, precision="fp32").log_probs(seq), OnnxLM(first, precision="fp32").log_probs(seq), atol=1e-6
+    )
+    info = json.loads((first / "config.json").read_text(encoding="utf-8"))
+    (first / "config.json").write_text(json.dumps(info | {"format": "chunlian-gpt-kv/1"}), encoding="utf-8")
+    with pytest.raises(CoupletError) as e:
+        OnnxLM(first, precision="fp32")
+    assert e.value.code == "bad_model" and f"chunlian export {first} --out {first}" in e.value.en
+
+
 def test_exported_int8_model_decodes_under_the_rules(trained, tmp_path):
     from chunlian.decoding.writer import CoupletWriter
     from chunlian.model.export import export

@@ -113,23 +113,24 @@ def search_line(
     for pos in range(specs[0].length):
         masks, forced = step_masks(vm, specs, grp, pos, ids)
         R = len(grp)
-        if stock_cost and pos >= 2:
-            logp = _stock_penalty(vm.stock_next(specs[0].length), logp, ids, stock_cost)
-        if avoid_cost:
-            logp = _avoid_penalty(vm, logp, specs, grp, pos, avoid_cost)
         # each row offers up to k candidates: its forced token, or its best allowed ones
         masked = np.where(masks, logp, NEG)
         fixed = np.flatnonzero(forced >= 0)
         masked[fixed] = NEG
         masked[fixed, forced[fixed]] = logp[fixed, forced[fixed]]
+        # the costs are taken from this fresh array: a disallowed token stays far below NEG / 2
+        if stock_cost and pos >= 2:
+            _stock_penalty(vm.stock_next(specs[0].length), masked, ids, stock_cost)
+        if avoid_cost:
+            _avoid_penalty(vm, masked, specs, grp, pos, avoid_cost)
         k = min(top_k if rng is not None else width, masked.shape[1])
         top = np.argpartition(-masked, k - 1, axis=1)[:, :k]
         vals = np.take_along_axis(masked, top, axis=1)
+        cand_score = (score[:, None] + vals).ravel()  # the model's log-probs, less the costs
         if rng is not None:
             # a stochastic beam over the row's top_k: the long tail of a 7k vocabulary is noise
             vals = np.where(vals > NEG / 2, vals + temperature * rng.gumbel(size=vals.shape), NEG)
         cand_key = (key[:, None] + vals).ravel()
-        cand_score = (score[:, None] + np.take_along_axis(logp, top, axis=1)).ravel()
         cand_row = np.repeat(np.arange(R), k)
         cand_tok = top.ravel()
         ok = vals.ravel() > NEG / 2
@@ -169,11 +170,7 @@ def _stock_penalty(stock_next: dict, logp: np.ndarray, ids: np.ndarray, cost: fl
 
 
 def _charge(logp: np.ndarray, hits: list) -> np.ndarray:
-    """Each (rows, tokens, cost) of ``hits`` taken from ``logp`` (a negative cost is a bonus); the
-    caller's array is left as it was."""
-    if not hits:
-        return logp
-    logp = logp.copy()
+    """Each (rows, tokens, cost) of ``hits`` taken from ``logp``, in place (a negative cost is a bonus)."""
     for rows, toks, cost in hits:
         logp[rows, toks] -= cost
     return logp

@@ -1,8 +1,10 @@
 """Export a training checkpoint to the shipped model directory: ONNX graph with a KV cache,
 a static int8 copy (QDQ, calibrated), the vocabulary, the config and the embedding table.
 
-Graph inputs: input_ids (B,T) int64, positions (B,T) int64, key_mask (B,P+T) float32,
-past (L,2,B,H,P,D) float32; outputs: logits (B,T,V), present (L,2,B,H,P+T,D).
+Graph inputs: input_ids (B,T) int64, positions (B,T) int64, key_mask (B,P+T) float32, and each
+layer's past keys and values, past_k{i} and past_v{i} (B,H,P,D) float32; outputs: logp (B,T,V), the
+next token's log-probabilities, and kv (L,2,B,H,T,D), the new tokens' keys and values. The caller
+keeps the cache: a graph that took it whole and gave it back grown spent half its time copying it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 import torch
 
 from chunlian.model.network import GPT, GPTConfig
+from chunlian.model.runtime import FORMAT, past_names
 from chunlian.model.tokenizer import Tokenizer
 
 FP32 = "couplet.onnx"
@@ -33,8 +36,10 @@ class _Wrapped(torch.nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, input_ids, positions, key_mask, past):
-        return self.model(input_ids, positions, key_mask, past)
+    def forward(self, input_ids, positions, key_mask, *past):
+        past = [(past[2 * i], past[2 * i + 1]) for i in range(len(past) // 2)]
+        logits, kv = self.model(input_ids, positions, key_mask, past)
+        return torch.log_softmax(logits, dim=-1), kv
 
 
 def semantic_vectors(emb: np.ndarray, dims: int = 64) -> np.ndarray:
@@ -53,25 +58,26 @@ def export_graph(model: GPT, path: str | Path, fold: bool) -> Path:
     cfg = model.cfg
     H, D = cfg.n_head, cfg.n_embd // cfg.n_head
     B, T, P = 2, 3, 4
+    pasts = past_names(cfg.n_layer)
     args = (
         torch.zeros(B, T, dtype=torch.long),
         torch.arange(P, P + T).repeat(B, 1),
         torch.ones(B, P + T),
-        torch.zeros(cfg.n_layer, 2, B, H, P, D),
+        *(torch.zeros(B, H, P, D) for _ in pasts),
     )
     torch.onnx.export(
         _Wrapped(model),
         args,
         str(path),
-        input_names=["input_ids", "positions", "key_mask", "past"],
-        output_names=["logits", "present"],
+        input_names=["input_ids", "positions", "key_mask", *pasts],
+        output_names=["logp", "kv"],
         dynamic_axes={
             "input_ids": {0: "batch", 1: "new"},
             "positions": {0: "batch", 1: "new"},
             "key_mask": {0: "batch", 1: "total"},
-            "past": {2: "batch", 4: "past_len"},
-            "logits": {0: "batch", 1: "new"},
-            "present": {2: "batch", 4: "total"},
+            **{name: {0: "batch", 2: "past_len"} for name in pasts},
+            "logp": {0: "batch", 1: "new"},
+            "kv": {2: "batch", 4: "new"},
         },
         opset_version=17,
         do_constant_folding=fold,
@@ -80,17 +86,25 @@ def export_graph(model: GPT, path: str | Path, fold: bool) -> Path:
     return Path(path)
 
 
-def export(ckpt: str | Path, out_dir: str | Path, quantize: bool = True, meta: dict | None = None) -> Path:
-    """Write the model directory; with ``quantize`` also its static int8 graph (see ``quantize``)."""
-    out = Path(out_dir)
+def export(source: str | Path, out_dir: str | Path, quantize: bool = True, meta: dict | None = None) -> Path:
+    """Write the model directory from a training checkpoint, or from a model directory (one of an
+    earlier graph format included, whose weights carry over unchanged); with ``quantize`` also its
+    static int8 graph (see ``quantize_dir``)."""
+    source, out = Path(source), Path(out_dir)
+    if source.is_dir():
+        model, tok = load_exported(source)
+        info = json.loads((source / "config.json").read_text(encoding="utf-8"))
+        info.pop("format", None)
+    else:
+        model, tok = load_checkpoint(source)
+        state = torch.load(source, map_location="cpu", weights_only=False)
+        minutes = round(state["elapsed"] / 60, 1)
+        info = {"training": {"steps": state["step"], "minutes": minutes, "tokens": state["tokens"]}}
     out.mkdir(parents=True, exist_ok=True)
-    model, tok = load_checkpoint(ckpt)
     export_graph(model, out / FP32, fold=False)
     tok.save(out / "vocab.txt")
     np.save(out / "embeddings.npy", semantic_vectors(model.wte.weight.detach().numpy()))
-    state = torch.load(ckpt, map_location="cpu", weights_only=False)
-    training = {"steps": state["step"], "minutes": round(state["elapsed"] / 60, 1), "tokens": state["tokens"]}
-    info = {"config": model.cfg.to_dict(), "format": "chunlian-gpt-kv/1", "training": training} | (meta or {})
+    info = {"config": model.cfg.to_dict(), "format": FORMAT} | info | (meta or {})
     (out / "config.json").write_text(json.dumps(info, ensure_ascii=False, indent=2), encoding="utf-8")
     if quantize:
         quantize_dir(out)  # calibration runs the finished fp32 directory, so it comes last

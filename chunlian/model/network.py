@@ -1,8 +1,9 @@
 """The couplet network: a small character-level GPT, in one readable file (after nanoGPT).
 
 The forward pass takes an explicit key-padding mask and explicit positions, and returns the
-attention keys/values it computed, so that the same graph serves training (no past), ONNX export
-with a KV cache (past in, present out) and left-padded batches of prompts of different lengths.
+attention keys/values of its new tokens, so that the same graph serves training (no past), ONNX
+export with a KV cache (each layer's past keys and values in, the new ones out) and left-padded
+batches of prompts of different lengths.
 Only training and export import this module; serving runs the exported ONNX graph without torch.
 """
 
@@ -42,19 +43,27 @@ class Block(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x, bias, past_k=None, past_v=None):
-        """x: (B,T,C); bias: additive mask (B,1,T,P+T); past_k/v: (B,H,P,D) or None."""
+        """x: (B,T,C); bias: additive mask (B,1,T,P+T); past_k/v: (B,H,P,D) or None.
+
+        Returns the new tokens' keys and values only. The past is attended in its own product and
+        never joined to them: a decoding step would otherwise copy the whole cache (twice, in the
+        graph), which cost more than the layer's arithmetic."""
         B, T, C = x.shape
         h = self.n_head
+        scale = 1.0 / math.sqrt(C // h)
         q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
         q = q.view(B, T, h, C // h).transpose(1, 2)
         k = k.view(B, T, h, C // h).transpose(1, 2)
         v = v.view(B, T, h, C // h).transpose(1, 2)
-        if past_k is not None:
-            k = torch.cat([past_k, k], dim=2)
-            v = torch.cat([past_v, v], dim=2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // h)) + bias
-        att = self.drop(F.softmax(att, dim=-1))
-        y = (att @ v).transpose(1, 2).reshape(B, T, C)
+        att = (q @ k.transpose(-2, -1)) * scale
+        if past_k is None:
+            y = self.drop(F.softmax(att + bias, dim=-1)) @ v
+        else:
+            P = past_k.shape[2]
+            att = torch.cat([(q @ past_k.transpose(-2, -1)) * scale, att], dim=-1) + bias
+            att = self.drop(F.softmax(att, dim=-1))
+            y = att[..., :P] @ past_v + att[..., P:] @ v
+        y = y.transpose(1, 2).reshape(B, T, C)
         x = x + self.drop(self.c_proj(y))
         x = x + self.drop(self.mlp_proj(F.gelu(self.mlp_fc(self.ln_2(x)))))
         return x, k, v
@@ -88,7 +97,8 @@ class GPT(nn.Module):
         """Run T new tokens after P cached ones.
 
         idx, positions: (B,T) int64; key_mask: (B,P+T) float, 1 for real tokens, 0 for padding;
-        past: (n_layer, 2, B, H, P, D) or None. Returns logits (B,T,V) and present (n_layer,2,B,H,P+T,D).
+        past: each layer's (keys, values), each (B,H,P,D), or None. Returns logits (B,T,V) and the new
+        tokens' keys and values, (n_layer,2,B,H,T,D).
         The output projection is tied to the token embedding (fewer weights to ship).
         """
         B, T = idx.shape
@@ -101,8 +111,7 @@ class GPT(nn.Module):
         bias = bias.masked_fill(~allowed.unsqueeze(1), -1e4)
         presents = []
         for i, blk in enumerate(self.blocks):
-            pk = past[i, 0] if past is not None else None
-            pv = past[i, 1] if past is not None else None
+            pk, pv = past[i] if past is not None else (None, None)
             x, k, v = blk(x, bias, pk, pv)
             presents.append(torch.stack([k, v]))
         logits = self.ln_f(x) @ self.wte.weight.t()

@@ -20,6 +20,9 @@ import numpy as np
 from chunlian.errors import CoupletError
 from chunlian.model.tokenizer import BOS, EOS, PAD, SEP, Tokenizer
 
+# the graph's interface (export.py): each layer's past keys and values in, the new ones out, log-probs out
+FORMAT = "chunlian-gpt-kv/2"
+
 
 class State(Protocol):
     """Opaque per-batch state a backend carries between steps."""
@@ -37,6 +40,25 @@ class LanguageModel(Protocol):
     def step(self, state: State, parents: np.ndarray, tokens: np.ndarray) -> tuple[State, np.ndarray]: ...
 
 
+def step_feed(n_layer: int, n_head: int, head_dim: int, rows: int, past: int, rng=None) -> dict[str, np.ndarray]:
+    """The graph's inputs for one decoding step of ``rows`` rows after ``past`` cached tokens (a random
+    cache from ``rng``, else zeros): what the benchmarks time."""
+    feed = {
+        "input_ids": np.full((rows, 1), 10, np.int64),
+        "positions": np.full((rows, 1), past, np.int64),
+        "key_mask": np.ones((rows, past + 1), np.float32),
+    }
+    for name in past_names(n_layer):
+        shape = (rows, n_head, past, head_dim)
+        feed[name] = rng.normal(0, 0.5, shape).astype(np.float32) if rng is not None else np.zeros(shape, np.float32)
+    return feed
+
+
+def past_names(n_layer: int) -> list[str]:
+    """The graph's past inputs: each layer's keys, then its values."""
+    return [f"past_{kv}{i}" for i in range(n_layer) for kv in "kv"]
+
+
 def log_softmax(x: np.ndarray) -> np.ndarray:
     x = x - x.max(axis=-1, keepdims=True)
     return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
@@ -44,9 +66,25 @@ def log_softmax(x: np.ndarray) -> np.ndarray:
 
 @dataclass
 class KVState:
-    past: np.ndarray  # (L,2,B,H,P,D)
-    key_mask: np.ndarray  # (B,P)
+    """A batch's cache: ``past`` (L,2,B,H,P,D) and the last step's keys and values, ``tail``, not yet
+    joined to it. The next step gathers both by its parents into one new buffer: joining first would
+    copy the whole cache once more."""
+
+    past: np.ndarray
+    key_mask: np.ndarray  # (B,P+tail)
     next_pos: np.ndarray  # (B,)
+    tail: np.ndarray | None = None  # (L,2,B,H,1,D)
+
+    @property
+    def length(self) -> int:
+        return self.past.shape[4] + (0 if self.tail is None else self.tail.shape[4])
+
+    def gather_into(self, out: np.ndarray, parents: np.ndarray) -> None:
+        """The cache of rows ``parents``, written into ``out`` (L,2,len(parents),H,length,D)."""
+        P = self.past.shape[4]
+        out[..., :P, :] = self.past[:, :, parents]
+        if self.tail is not None:
+            out[..., P:, :] = self.tail[:, :, parents]
 
 
 def default_model_dir() -> Path:
@@ -73,6 +111,12 @@ class OnnxLM:
             self.block_size = cfg["block_size"]
         except (ValueError, KeyError, TypeError) as e:
             raise self._broken("config.json 无法读取", f"config.json is unreadable ({type(e).__name__})") from None
+        if self.info.get("format") != FORMAT:
+            fix = f"chunlian export {self.dir} --out {self.dir}"
+            raise self._broken(
+                f"模型格式{self.info.get('format')}较旧，请重新导出：{fix}",
+                f"graph format {self.info.get('format')} is older than {FORMAT}; re-export it: {fix}",
+            )
         try:
             self.tok = Tokenizer.load(self.dir / "vocab.txt")
         except ValueError:
@@ -148,8 +192,9 @@ class OnnxLM:
         prompt = self.encode_prompt("reverse" if reverse else "match", first, spring)
         return prompt + self.tok.encode(second) + [EOS], len(prompt)
 
-    def logits(self, seqs: list[list[int]]) -> np.ndarray:
-        """The next-token logits at every position of each (padded) sequence, (B, T, vocab): one model call."""
+    def log_probs(self, seqs: list[list[int]]) -> np.ndarray:
+        """Next-token log-probabilities at every position of each (right-padded) sequence, (B, T, vocab):
+        one model call."""
         B, T = len(seqs), max(len(s) for s in seqs)
         ids = np.full((B, T), PAD, dtype=np.int64)
         mask = np.zeros((B, T), dtype=np.float32)
@@ -157,22 +202,28 @@ class OnnxLM:
             ids[i, : len(s)] = s
             mask[i, : len(s)] = 1.0
         pos = np.broadcast_to(np.arange(T, dtype=np.int64), (B, T)).copy()
-        past = np.zeros((self.n_layer, 2, B, self.n_head, 0, self.head_dim), dtype=np.float32)
-        return self.session.run(None, {"input_ids": ids, "positions": pos, "key_mask": mask, "past": past})[0]
+        return self.session.run(["logp"], self._feed(ids, pos, mask, self._empty(B)))[0]
 
     def score(self, seqs: list[list[int]], starts: list[int]) -> np.ndarray:
         """Sum of each sequence's token log-probabilities from ``starts[i]`` on (one model call)."""
-        B, logits = len(seqs), self.logits(seqs)
-        # normalise only the positions that predict a scored token (half the rows of a couplet)
+        logp = self.log_probs(seqs)
         rows = [(i, j) for i, (s, k) in enumerate(zip(seqs, starts)) for j in range(k - 1, len(s) - 1)]
         at = tuple(np.array(rows).T)
         targets = [t for s, k in zip(seqs, starts) for t in s[k:]]
-        picked = log_softmax(logits[at])[np.arange(len(rows)), targets]
-        return np.bincount(at[0], weights=picked, minlength=B)
+        return np.bincount(at[0], weights=logp[at[0], at[1], targets], minlength=len(seqs))
+
+    def _empty(self, B: int) -> np.ndarray:
+        return np.zeros((self.n_layer, 2, B, self.n_head, 0, self.head_dim), dtype=np.float32)
+
+    def _feed(self, ids, pos, mask, past) -> dict:
+        """The graph's inputs; ``past`` (L,2,B,H,P,D) is handed over layer by layer without a copy."""
+        chunks = (past[i, j] for i in range(self.n_layer) for j in range(2))
+        return {"input_ids": ids, "positions": pos, "key_mask": mask} | dict(zip(past_names(self.n_layer), chunks))
 
     def _run(self, ids, pos, mask, past):
-        logits, present = self.session.run(None, {"input_ids": ids, "positions": pos, "key_mask": mask, "past": past})
-        return logits[:, -1, :], present
+        """(log-probs of each row's next token, the new tokens' keys and values)."""
+        logp, kv = self.session.run(None, self._feed(ids, pos, mask, past))
+        return logp[:, -1, :], kv
 
     def start(self, prompts: list[list[int]]) -> tuple[KVState, np.ndarray]:
         """Run left-padded prompts; returns the state and log-probs of each row's next token."""
@@ -184,10 +235,9 @@ class OnnxLM:
             ids[i, T - len(p) :] = p
             mask[i, T - len(p) :] = 1.0
             pos[i, T - len(p) :] = np.arange(len(p))
-        past = np.zeros((self.n_layer, 2, B, self.n_head, 0, self.head_dim), dtype=np.float32)
-        logits, present = self._run(ids, pos, mask, past)
+        logp, past = self._run(ids, pos, mask, self._empty(B))  # the prompt's keys and values: the whole cache
         lens = np.array([len(p) for p in prompts], dtype=np.int64)
-        return KVState(present, mask, lens), log_softmax(logits)
+        return KVState(past, mask, lens), logp
 
     # merged calls: many searches' rows in one model batch ---------------------------------
     def start_many(self, jobs: list[list[list[int]]]) -> list[tuple[KVState, np.ndarray]]:
@@ -210,7 +260,7 @@ class OnnxLM:
         (the padding is masked out) into one batch, then each search's rows are cut back out."""
         if len(jobs) == 1:
             return [self.step(*jobs[0])]
-        P = max(st.past.shape[4] for st, _, _ in jobs)
+        P = max(st.length for st, _, _ in jobs)
         first = jobs[0][0].past
         B = sum(len(parents) for _, parents, _ in jobs)
         # one buffer, each search's rows gathered straight into place; only the padding is zeroed
@@ -218,8 +268,8 @@ class OnnxLM:
         mask = np.ones((B, P + 1), np.float32)
         pos, toks, r = [], [], 0
         for st, parents, tokens in jobs:
-            n, pad = len(parents), P - st.past.shape[4]
-            past[:, :, r : r + n, :, pad:] = st.past[:, :, parents]
+            n, pad = len(parents), P - st.length
+            st.gather_into(past[:, :, r : r + n, :, pad:], parents)
             past[:, :, r : r + n, :, :pad] = 0.0
             mask[r : r + n, :pad] = 0.0
             mask[r : r + n, pad:P] = st.key_mask[parents]
@@ -230,22 +280,28 @@ class OnnxLM:
         if int(positions.max()) >= self.block_size:
             raise ValueError("sequence longer than the model's context")
         ids = np.concatenate(toks).reshape(-1, 1).astype(np.int64)
-        logits, present = self._run(ids, positions.reshape(-1, 1), mask, past)
-        logp = log_softmax(logits)
+        logp, kv = self._run(ids, positions.reshape(-1, 1), mask, past)
         out, r = [], 0
         for st, parents, _ in jobs:
-            n, cut = len(parents), P - st.past.shape[4]
-            sub = KVState(present[:, :, r : r + n, :, cut:], mask[r : r + n, cut:], positions[r : r + n] + 1)
+            n, cut = len(parents), P - st.length
+            sub = KVState(
+                past[:, :, r : r + n, :, cut:], mask[r : r + n, cut:], positions[r : r + n] + 1, kv[:, :, r : r + n]
+            )
             out.append((sub, logp[r : r + n]))
             r += n
         return out
 
     def step(self, state: KVState, parents: np.ndarray, tokens: np.ndarray) -> tuple[KVState, np.ndarray]:
         """Fork rows by ``parents`` (index into the previous rows), then feed one token per row."""
-        past = state.past[:, :, parents]
+        if state.tail is None:
+            past = state.past[:, :, parents]
+        else:
+            L, two, _, H, _, D = state.past.shape
+            past = np.empty((L, two, len(parents), H, state.length, D), np.float32)
+            state.gather_into(past, parents)
         mask = np.concatenate([state.key_mask[parents], np.ones((len(parents), 1), np.float32)], axis=1)
         pos = state.next_pos[parents]
         if int(pos.max()) >= self.block_size:
             raise ValueError("sequence longer than the model's context")
-        logits, present = self._run(tokens.reshape(-1, 1).astype(np.int64), pos.reshape(-1, 1), mask, past)
-        return KVState(present, mask, pos + 1), log_softmax(logits)
+        logp, kv = self._run(tokens.reshape(-1, 1).astype(np.int64), pos.reshape(-1, 1), mask, past)
+        return KVState(past, mask, pos + 1, kv), logp
