@@ -22,9 +22,10 @@ from pathlib import Path
 TRIM_AFTER_IDLE_S = 0.5  # a server with no request in flight this long hands its freed heap back
 TRIM_GROWTH_MIB = 8  # ... when RSS has grown this much since the last trim (a trim walks the whole heap)
 HIGH_WATER = 0.85  # of the limit: above it new requests are shed (the rest is headroom for those running)
-# RSS per running request: docs/OPERATIONS.md measured ~330 MiB after warm-up and ~750 MiB at the peak of 16
-# concurrent requests, (750 − 330) / 16 ≈ 26 MiB (each holds its KV cache, logits and batch buffers)
-PER_REQUEST_MIB = 26
+# RSS per running request (its KV cache, log-probs and batch buffers), the larger of two runs of
+# `python bench/request_memory.py` (16 of the heaviest requests at once; student weights, graph format 2,
+# 2026-12-02): 219–232 MiB warm, 544–596 MiB at the peak, 20.3 and 22.8 MiB a request (26 with the weights before)
+PER_REQUEST_MIB = 23
 CGROUP_FILES = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
 NO_LIMIT = 1 << 60  # cgroup v1 writes a huge number for "unlimited"
 
