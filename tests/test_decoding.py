@@ -298,6 +298,35 @@ def test_another_couplet_after_the_first_costs_one_search_and_is_the_same_couple
     assert warm_writer.lm.starts - before < cold
 
 
+def _rounds(lm, search) -> tuple[int, object]:
+    """(model calls made one after another, the result) of a search driven alone: what a person waits through."""
+    from chunlian.decoding.search import call
+
+    n, op = 0, next(search)
+    try:
+        while True:
+            n += 1
+            op = search.send(call(lm, op))
+    except StopIteration as stop:
+        return n, stop.value
+
+
+def test_another_couplet_never_shown_waits_about_one_search_not_two_and_differs_from_the_first(engine):
+    """A 换一副 without the couplet shown (an API client, a cold replica) searches the deterministic couplet beside
+    the sample, not before it: it waits about as many model calls as a first view, and still differs from it."""
+    from chunlian.decoding import rerank
+    from chunlian.decoding.writer import CoupletWriter
+
+    first = second = 0
+    for words in (["飞跃"], ["如意"], ["程序员"], ["平安"], ["团圆"], ["高铁"]):
+        n, shown = _rounds(engine.lm, CoupletWriter(engine.lm).write_search(words, length=7, count=1))
+        m, another = _rounds(engine.lm, CoupletWriter(engine.lm).write_search(words, length=7, count=1, seed=5))
+        first, second = first + n, second + m
+        a, b = shown.couplets[0], another.couplets[0]
+        assert rerank.changed(a.upper + a.lower, b.upper + b.lower) >= rerank.VARIED
+    assert second < 1.4 * first  # searched one after the other, it was twice
+
+
 @pytest.mark.parametrize("kind", ["write", "match"])
 def test_another_couplet_given_the_one_shown_costs_one_search_and_differs_from_it(engine, kind):
     """The page's 换一副 sends the couplet it shows: a server that never wrote it (another replica, a restart)

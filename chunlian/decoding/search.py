@@ -43,11 +43,43 @@ class Score:
     starts: list[int]
 
 
-Search = Generator[Start | Step | Score, tuple, object]
+@dataclass
+class Fork:
+    """Model calls of searches run side by side (``together``), one each: answered with their answers, in order."""
+
+    ops: list
+
+
+Search = Generator[Start | Step | Score | Fork, tuple, object]
+
+
+def together(*searches: Search) -> Search:
+    """Run searches side by side, each step's calls made in one batch (a ``Fork``); returns their results, in order.
+
+    Two searches that do not depend on each other then cost the time of the longer one, not of both."""
+    results: list = [None] * len(searches)
+    pending: dict[int, object] = {}
+    for i, gen in enumerate(searches):
+        try:
+            pending[i] = next(gen)
+        except StopIteration as stop:
+            results[i] = stop.value
+    while pending:
+        order = list(pending)
+        outs = yield Fork([pending[i] for i in order])
+        for i, out in zip(order, outs):
+            try:
+                pending[i] = searches[i].send(out)
+            except StopIteration as stop:
+                results[i] = stop.value
+                del pending[i]
+    return results
 
 
 def call(lm: LanguageModel, op):
     """One model call of a search, made directly."""
+    if isinstance(op, Fork):
+        return [call(lm, sub) for sub in op.ops]
     if isinstance(op, Start):
         return lm.start(op.prompts)
     if isinstance(op, Score):

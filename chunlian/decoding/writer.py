@@ -22,7 +22,7 @@ from chunlian import prosody
 from chunlian.decoding import inputs, placement, rerank
 from chunlian.decoding.constraints import LineSpec, VocabMasks, mirror_of
 from chunlian.decoding.hengpi import HengpiChooser
-from chunlian.decoding.search import Score, Search, Start, Step, drive, search_line
+from chunlian.decoding.search import Score, Search, Start, Step, drive, search_line, together
 from chunlian.errors import CoupletError
 from chunlian.model.runtime import LanguageModel
 from chunlian.prosody import PING, PUNCT, UNKNOWN, ZE
@@ -158,17 +158,25 @@ class CoupletWriter:
         avoid: tuple[str, str] | None = None,
     ) -> Search:
         """Couplets from wish words. With a seed (换一副) the sampled couplets pay for each character they share
-        at the same place with ``avoid``, the couplet the person sees, or else with the deterministic couplet
-        (remembered, or written first)."""
+        at the same place with ``avoid``, the couplet the person sees; without it they differ from the
+        deterministic couplet (``_another``)."""
         key = ("write", tuple(inputs.keywords(keywords, self.vocab, auspicious=False)), length, mode, tones, zodiac)
         avoid = sized_avoid(avoid, (inputs.length(length),) * 2)
         if seed is None and avoid is None:
             return self._remember(
                 key, count, (yield from self._write(keywords, length, mode, count, None, tones, zodiac))
             )
-        if avoid is None:
-            avoid = yield from self._avoided(key, self._write(keywords, length, mode, 1, None, tones, zodiac))
-        return (yield from self._write(keywords, length, mode, count, seed, tones, zodiac, avoid))
+        if seed is None:
+            return (yield from self._write(keywords, length, mode, count, None, tones, zodiac, avoid))
+        return (
+            yield from self._another(
+                key,
+                count,
+                lambda n, seed=None, avoid=None: self._write(keywords, length, mode, n, seed, tones, zodiac, avoid),
+                seed,
+                avoid,
+            )
+        )
 
     def _remember(self, key: tuple, count: int, res: Result) -> Result:
         """Keep the deterministic best couplet of a request (the same for every count up to ``POOL``), so that a
@@ -178,17 +186,32 @@ class CoupletWriter:
                 self._best[key] = (res.couplets[0].upper, res.couplets[0].lower)
         return res
 
-    def _avoided(self, key: tuple, deterministic: Search) -> Search:
-        """The deterministic couplet a 换一副 steers away from: remembered, else searched once (``deterministic``,
-        not started unless needed) and kept for every other 换一副 of the same input."""
+    def _another(self, key: tuple, count: int, search, seed: int, shown=None, given: str | None = None) -> Search:
+        """换一副: ``count`` couplets for ``seed`` that differ from ``shown`` (the couplet the person sees) or, where
+        not sent, from the deterministic one.
+
+        ``search(n, seed, avoid)`` is the request's search. The seed's sample, unsteered, offers ``POOL`` candidates;
+        those changing ``rerank.VARIED`` of the couplet to differ from are kept, and only where too few do (3% of the
+        held-out keyword sets' samples against their deterministic couplets) does a sample steered away from it
+        follow. The deterministic couplet is remembered, or else searched beside the sample (one search's wait,
+        not two). So the answer is the same whether the couplet was sent, remembered or written again, on any
+        replica. ``given``: 对对子's line, the same in every candidate."""
         with self._best_lock:
-            best = self._best.get(key)
+            best = shown or self._best.get(key)
+        sample = _maybe(search(max(count, POOL), seed))
         if best is None:
-            best = yield from _first(deterministic)
+            best, res = yield from together(_first(search(1)), sample)
             if best is not None:
                 with self._best_lock:
                     self._best[key] = best
-        return best
+        else:
+            res = yield from sample
+        if res is None:  # no couplet for this input: the search says why
+            return (yield from search(count, seed))
+        fresh = [c for c in res.couplets if best is None or _changed(c, best, given) >= rerank.VARIED]
+        if len(fresh) >= count or best is None:
+            return Result(fresh[:count], res.mode, res.notice)
+        return (yield from search(count, seed, best))
 
     def _write(self, keywords, length, mode, count, seed, tones, zodiac, avoid=None) -> Search:
         # a person's wish words are theirs: a character chunlian would not write (老师 辛苦) is kept, with a notice
@@ -368,18 +391,28 @@ class CoupletWriter:
         accepted with a notice; the generated line never holds one. ``lenient`` (evaluation on
         general couplets) drops the notice. ``register``: spring (春联), general (the line's own),
         or auto (spring when the line speaks of spring: ``inputs.spring_register``). With a seed,
-        the written line avoids ``avoid`` (the couplet shown) or the deterministic one, as in ``write_search``."""
+        the written line avoids ``avoid`` (the couplet shown) or differs from the deterministic one, as in
+        ``write_search``."""
         text = inputs.line(upper, self.vocab, auspicious=False)
         key = ("match", text, tones, zodiac, direction, lenient, register)
         avoid = sized_avoid(avoid, (len(text),) * 2)
         if seed is None and avoid is None:
             res = yield from self._match(upper, count, None, tones, zodiac, direction, lenient, register)
             return self._remember(key, count, res)
-        if avoid is None:
-            avoid = yield from self._avoided(
-                key, self._match(upper, 1, None, tones, zodiac, direction, lenient, register)
+        if seed is None:
+            return (yield from self._match(upper, count, None, tones, zodiac, direction, lenient, register, avoid))
+        return (
+            yield from self._another(
+                key,
+                count,
+                lambda n, seed=None, avoid=None: self._match(
+                    upper, n, seed, tones, zodiac, direction, lenient, register, avoid
+                ),
+                seed,
+                avoid,
+                text,
             )
-        return (yield from self._match(upper, count, seed, tones, zodiac, direction, lenient, register, avoid))
+        )
 
     def _match(
         self, upper, count, seed, tones, zodiac, direction, lenient, register, avoid=None, fixed=None, given=()
@@ -574,6 +607,24 @@ def sized_avoid(avoid: tuple[str, str] | None, sizes: tuple[int, int]) -> tuple[
         return None
     pair = inputs.pair(*avoid)
     return pair if tuple(map(len, pair)) == sizes else None
+
+
+def _maybe(search: Search) -> Search:
+    """A search's result, or None where it finds no couplet (the caller decides what to say)."""
+    try:
+        return (yield from search)
+    except CoupletError:
+        return None
+
+
+def _changed(c: Couplet, best: tuple[str, str], given: str | None) -> float:
+    """The share of what was written that a couplet changes from ``best``: both lines, or (对对子) the one written
+    for the person's line ``given``."""
+    if given == c.upper:
+        return rerank.changed(c.lower, best[1])
+    if given == c.lower:
+        return rerank.changed(c.upper, best[0])
+    return rerank.changed(c.upper + c.lower, "".join(best))
 
 
 def _first(search: Search) -> Search:

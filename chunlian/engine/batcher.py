@@ -26,7 +26,7 @@ import time
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 
-from chunlian.decoding.search import Score, Start, Step, call
+from chunlian.decoding.search import Fork, Score, Start, Step, call
 from chunlian.engine.memory import TRIM_AFTER_IDLE_S, Budget, trim
 
 
@@ -200,26 +200,35 @@ class Batcher:
             yield chunk, rows
 
     def _run(self, jobs: list[_Job]) -> None:
-        starts = [j for j in jobs if isinstance(j.op, Start)]
-        steps = [j for j in jobs if isinstance(j.op, Step)]
-        for chunk, rows in self._chunks([j for j in jobs if isinstance(j.op, Score)], lambda j: len(j.op.seqs)):
-            merged = Score([s for j in chunk for s in j.op.seqs], [k for j in chunk for k in j.op.starts])
+        """One round: every call the jobs wait on, merged by kind into as few model calls as fit; a job running
+        searches side by side (a ``Fork``) has each of its calls merged with the others of its kind."""
+        calls = [
+            (j, k, op) for j in jobs for k, op in (enumerate(j.op.ops) if isinstance(j.op, Fork) else [(None, j.op)])
+        ]
+        answers: dict[tuple[int, int | None], object] = {}
+        scores = [c for c in calls if isinstance(c[2], Score)]
+        for chunk, rows in self._chunks(scores, lambda c: len(c[2].seqs)):
+            merged = Score([s for _, _, op in chunk for s in op.seqs], [k for _, _, op in chunk for k in op.starts])
             out, r = call(self.lm, merged), 0
             self.on_batch(rows, len(chunk))
-            for j in chunk:
-                n = len(j.op.seqs)  # read before advancing: the job then holds its next op
-                self._advance(j, out[r : r + n])
-                r += n
-        for chunk, rows in self._chunks(starts, lambda j: len(j.op.prompts)):
-            outs = self.lm.start_many([j.op.prompts for j in chunk])
+            for j, k, op in chunk:
+                answers[id(j), k] = out[r : r + len(op.seqs)]
+                r += len(op.seqs)
+        starts = [c for c in calls if isinstance(c[2], Start)]
+        for chunk, rows in self._chunks(starts, lambda c: len(c[2].prompts)):
+            outs = self.lm.start_many([op.prompts for _, _, op in chunk])
             self.on_batch(rows, len(chunk))
-            for j, out in zip(chunk, outs):
-                self._advance(j, out)
-        for chunk, rows in self._chunks(steps, lambda j: len(j.op.parents)):
-            outs = self.lm.step_many([(j.op.state, j.op.parents, j.op.tokens) for j in chunk])
+            answers.update(((id(j), k), out) for (j, k, _), out in zip(chunk, outs))
+        steps = [c for c in calls if isinstance(c[2], Step)]
+        for chunk, rows in self._chunks(steps, lambda c: len(c[2].parents)):
+            outs = self.lm.step_many([(op.state, op.parents, op.tokens) for _, _, op in chunk])
             self.on_batch(rows, len(chunk))
-            for j, out in zip(chunk, outs):
-                self._advance(j, out)
+            answers.update(((id(j), k), out) for (j, k, _), out in zip(chunk, outs))
+        for j in jobs:
+            if isinstance(j.op, Fork):
+                self._advance(j, [answers[id(j), k] for k in range(len(j.op.ops))])
+            else:
+                self._advance(j, answers[id(j), None])
 
 
 def _settle(fut: Future, result=None, error: BaseException | None = None) -> None:
