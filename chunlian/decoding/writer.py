@@ -191,8 +191,8 @@ class CoupletWriter:
         not sent, from the deterministic one.
 
         ``search(n, seed, avoid)`` is the request's search. The seed's sample, unsteered, offers ``POOL`` candidates;
-        those changing ``rerank.VARIED`` of the couplet to differ from are kept, and only where too few do (3% of the
-        held-out keyword sets' samples against their deterministic couplets) does a sample steered away from it
+        those changing ``rerank.VARIED`` of the couplet to differ from come first, and only where none does (3% of
+        the held-out keyword sets' samples against their deterministic couplets) does a sample steered away from it
         follow. The deterministic couplet is remembered, or else searched beside the sample (one search's wait,
         not two). So the answer is the same whether the couplet was sent, remembered or written again, on any
         replica. ``given``: 对对子's line, the same in every candidate."""
@@ -208,10 +208,13 @@ class CoupletWriter:
             res = yield from sample
         if res is None:  # no couplet for this input: the search says why
             return (yield from search(count, seed))
-        fresh = [c for c in res.couplets if best is None or _changed(c, best, given) >= rerank.VARIED]
-        if len(fresh) >= count or best is None:
-            return Result(fresh[:count], res.mode, res.notice)
-        return (yield from search(count, seed, best))
+        fresh, rest = [], []
+        for c in res.couplets:
+            (fresh if best is None or _changed(c, best, given) >= rerank.VARIED else rest).append(c)
+        if not fresh:
+            return (yield from search(count, seed, best))
+        # the fresh first, then the rest (as the steered search ranks them): the first shown always differs
+        return Result((fresh + rest)[:count], res.mode, res.notice)
 
     def _write(self, keywords, length, mode, count, seed, tones, zodiac, avoid=None) -> Search:
         # a person's wish words are theirs: a character chunlian would not write (老师 辛苦) is kept, with a notice
