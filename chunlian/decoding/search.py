@@ -160,8 +160,7 @@ def search_line(
         if avoid_cost:
             _avoid_penalty(vm, masked, specs, grp, pos, avoid_cost)
         k = min(top_k if rng is not None else width, masked.shape[1])
-        top = np.argpartition(-masked, k - 1, axis=1)[:, :k]
-        vals = np.take_along_axis(masked, top, axis=1)
+        top, vals = _largest(masked, k)
         cand_score = (score[:, None] + vals).ravel()  # the model's log-probs, less the costs
         if rng is not None:
             # a stochastic beam over the row's top_k: the long tail of a 7k vocabulary is noise
@@ -187,6 +186,21 @@ def search_line(
     key = key + logp[:, end_token]
     rows = [Row(int(g), [vm.itos[t] for t in r], float(sc), float(kk)) for g, r, sc, kk in zip(grp, ids, score, key)]
     return LineResult(rows, state)
+
+
+def _largest(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's ``k`` largest entries: (columns, values). ``x`` is spent. A beam's few (k ≤ 8) are taken by
+    repeated argmax, two to four times faster on 7k columns than a partition, which takes a sampled row's 24."""
+    if k > 8:  # in the partition's own order: the sampling noise is drawn in this order, so seeds keep their couplets
+        top = np.argpartition(-x, k - 1, axis=1)[:, :k]
+        return top, np.take_along_axis(x, top, axis=1)
+    rows = np.arange(len(x))
+    top, vals = np.empty((len(x), k), np.int64), np.empty((len(x), k), x.dtype)
+    for i in range(k):
+        top[:, i] = best = x.argmax(axis=1)
+        vals[:, i] = x[rows, best]
+        x[rows, best] = -np.inf
+    return top, vals
 
 
 def _avoid_penalty(vm: VocabMasks, logp: np.ndarray, specs: list[LineSpec], grp, pos: int, cost: float):
