@@ -122,8 +122,9 @@ class CoupletRequest(_Asked):
 
     avoid: Shown | None = Field(
         None,
-        description="the couplet shown (换一副): the new ones differ from it; without it, a request with a seed "
-        "differs from the deterministic couplet, which the server may have to write first",
+        description="the couplet shown (换一副): the first of the new ones differs from it in at least half its "
+        "characters; without it, a request with a seed differs so from the deterministic couplet, which the server "
+        "may have to write beside it",
     )
 
     @model_validator(mode="after")
