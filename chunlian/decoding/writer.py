@@ -157,9 +157,9 @@ class CoupletWriter:
         zodiac: str | None = None,
         avoid: tuple[str, str] | None = None,
     ) -> Search:
-        """Couplets from wish words. With a seed (换一副) the sampled couplets pay for each character they share
-        at the same place with ``avoid``, the couplet the person sees; without it they differ from the
-        deterministic couplet (``_another``)."""
+        """Couplets from wish words. With a seed (换一副) they differ from ``avoid``, the couplet the person sees,
+        or else from the deterministic couplet (``_another``); without one, ``avoid`` costs the deterministic
+        search each character it shares at the same place."""
         key = ("write", tuple(inputs.keywords(keywords, self.vocab, auspicious=False)), length, mode, tones, zodiac)
         avoid = sized_avoid(avoid, (inputs.length(length),) * 2)
         if seed is None and avoid is None:
