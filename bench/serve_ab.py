@@ -69,10 +69,7 @@ def requests_for(load: str, n: int, count: int, seed: int, shown: dict | None = 
     words = wish_words()
     rng.shuffle(words)
     if load == "unique":
-        return [
-            {"keywords": words[i % len(words)], "length": LENGTHS[i // len(words) % 4], "count": count}
-            for i in range(n)
-        ]
+        return [{"keywords": words[i % len(words)], "length": LENGTHS[i % 4], "count": count} for i in range(n)]
     if load in ("seeded", "shown"):
         out = [
             {"keywords": words[i % len(words)], "length": 7, "count": count, "seed": rng.randrange(2**31)}
@@ -206,7 +203,7 @@ def measure(checkout: Path, args, rnd: int, shown: dict) -> dict:
     with Server(checkout) as srv:
         out["ready_s"] = srv.ready_s
         out["rss_ready_mib"] = rss_mib(srv.proc.pid)
-        for load in LOADS:
+        for load in args.loads:
             seed = args.seed + rnd
             lat, err1, _ = asyncio.run(_run(srv.port, requests_for(load, args.requests, 3, seed, shown), 1))
             q = statistics.quantiles(lat, n=20)
@@ -237,11 +234,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--requests", type=int, default=40, help="one-client requests per load (32 clients: 4x)")
     ap.add_argument("--seed", type=int, default=2027)
     ap.add_argument("--out", type=Path, help="also write the table (Markdown) here")
+    ap.add_argument("--loads", nargs="+", choices=LOADS, default=list(LOADS), help="measure only these loads")
     args = ap.parse_args(argv)
     a = args.a or worktree(args.base)
     sides = {"A": a, "B": args.b}
     runs: dict[str, list[dict]] = {"A": [], "B": []}
-    shown = shown_couplets(args.b, args)
+    shown = shown_couplets(args.b, args) if {"shown", "page"} & set(args.loads) else {}
     for rnd in range(args.rounds):
         for name in "AB" if rnd % 2 == 0 else "BA":
             runs[name].append(measure(sides[name], args, rnd, shown))
@@ -258,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = [("start to ready (s)", ("ready_s",)), ("RSS warm (MiB)", ("rss_ready_mib",))]
     rows += [("RSS after the loads (MiB)", ("rss_after_mib",))]
-    for load in LOADS:
+    for load in args.loads:
         rows += [
             (f"{load}: p50, 1 client, 3 candidates (ms)", (load, "p50_ms")),
             (f"{load}: p95, 1 client, 3 candidates (ms)", (load, "p95_ms")),
