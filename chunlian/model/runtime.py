@@ -80,11 +80,28 @@ class KVState:
         return self.past.shape[4] + (0 if self.tail is None else self.tail.shape[4])
 
     def gather_into(self, out: np.ndarray, parents: np.ndarray) -> None:
-        """The cache of rows ``parents``, written into ``out`` (L,2,len(parents),H,length,D)."""
+        """The cache of rows ``parents``, written into ``out`` (L,2,len(parents),H,length,D).
+
+        Copied a run of consecutive parents at a time: fancy indexing would copy the whole cache twice
+        (into a temporary, then into ``out``), and this copy is most of a step's time outside the model."""
         P = self.past.shape[4]
-        out[..., :P, :] = self.past[:, :, parents]
+        dst = out[..., :P, :]
+        for j, p, n in _runs(parents):
+            dst[:, :, j : j + n] = self.past[:, :, p : p + n]
         if self.tail is not None:
             out[..., P:, :] = self.tail[:, :, parents]
+
+
+def _runs(parents: np.ndarray) -> list[tuple[int, int, int]]:
+    """``parents`` as runs (where in the output, where from, how many) of consecutive rows."""
+    runs: list[tuple[int, int, int]] = []
+    for j, p in enumerate(parents.tolist()):
+        if runs and runs[-1][1] + runs[-1][2] == p:
+            j0, p0, n = runs[-1]
+            runs[-1] = (j0, p0, n + 1)
+        else:
+            runs.append((j, p, 1))
+    return runs
 
 
 def default_model_dir() -> Path:
