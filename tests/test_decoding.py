@@ -251,13 +251,13 @@ def test_no_line_ends_on_a_count_cut_off(writer, words):
 
 def test_a_line_that_ends_on_a_count_may_be_answered_with_one(writer):
     """Number games (一二三四 / 六七八九) are a person's to set: the answer may end on a count too."""
-    from chunlian.decoding.constraints import LineSpec, _base
+    from chunlian.decoding.constraints import NEG, LineSpec, _base_cost
     from chunlian.prosody import PING
 
     vm = writer.masks("xin")
     three = vm.stoi["三"]  # level (平), so only the count rule can strike it at a lower line's end
-    assert not _base(vm, LineSpec(4, PING, partner="春风化雨"), 3)[three]
-    assert _base(vm, LineSpec(4, PING, partner="一二三四"), 3)[three]
+    assert _base_cost(vm, LineSpec(4, PING, partner="春风化雨"), 3)[three] == NEG
+    assert _base_cost(vm, LineSpec(4, PING, partner="一二三四"), 3)[three] == 0
 
 
 class Counting:

@@ -2,8 +2,9 @@
 
 A ``LineSpec`` says what a line must be: its length and punctuation, characters fixed at
 positions (wish words, acrostic heads, 叠字 mirrors), the tone of its last character, and the
-other line's tones to oppose at the rhythm points. ``VocabMasks`` turns that into boolean masks
-over a model's vocabulary, so no masked token can ever be chosen.
+other line's tones to oppose at the rhythm points. ``VocabMasks`` turns that into costs over a model's
+vocabulary (0 where allowed, ``NEG`` where not, added straight to the log-probabilities), so no masked token
+can ever be chosen.
 """
 
 from __future__ import annotations
@@ -26,10 +27,17 @@ from chunlian.calendar import (
 from chunlian.decoding.rerank import stock_spans
 from chunlian.prosody import EITHER, PING, PUNCT, UNKNOWN, ZE, char_tone, inauspicious, is_han, no_glyph, rhythm_points
 
+NEG = -1e9  # the cost of a token a step may not choose
+
 # a line does not end on a count (锦绣河山千秋伟业万: a word cut off); 0.14% of the training lines do, nearly all
 # number games, so one is let through only to answer a line that ends on one. 千 stays: 喜万千, 气象万千
 DANGLING_NUMERALS = "一二三四五六七八九十百万两亿"
 LONG_LINE = 9
+
+
+def _cost(mask: np.ndarray) -> np.ndarray:
+    """A boolean mask as costs: 0 where allowed, ``NEG`` where not."""
+    return np.where(mask, np.float32(0.0), np.float32(NEG))
 
 
 class VocabMasks:
@@ -50,7 +58,11 @@ class VocabMasks:
         self.exact = {PING: self.free & (self.tone == PING), ZE: self.free & (self.tone == ZE)}
         # opposite[tone code] as one table, so a whole batch of rows is masked by fancy indexing
         self.opposite = np.stack([self.opposite_of(code) for code in range(max(PING, ZE, EITHER, UNKNOWN) + 1)])
+        self.opposite_cost = _cost(self.opposite)
         self._stock: dict[bool, dict] = {}
+        self._shared: dict[tuple, np.ndarray] = {}
+        self.year_cue = np.zeros(V, dtype=bool)  # characters after which the year's context strikes some
+        self.year_cue[[self.stoi[c] for c in FAREWELL | WELCOME | set(ANIMAL_CHARS) if c in self.stoi]] = True
 
     def stock_next(self, length: int) -> dict[tuple[int, int], np.ndarray]:
         """(first, second) character ids -> the third characters that would complete a stock span, for
@@ -67,6 +79,26 @@ class VocabMasks:
                 a, b, c = (self.stoi[ch] for ch in span)
                 index.setdefault((a, b), []).append(c)
         return {k: np.array(v) for k, v in index.items()}
+
+    def shared_cost(self, key: tuple, zodiac: str | None) -> np.ndarray:
+        """Costs of a kind of position, the same for every request of one year (not to be written to): ``("end",
+        tone, dangling)`` a line's last character (``dangling``: the other line ends on a count, so this one may),
+        ``("against", tone)`` a rhythm point opposing the other line's ``tone``, ``("free",)`` any other. Animals
+        of other years are not chosen freely (idioms with them are lost)."""
+        if (key, zodiac) not in self._shared:
+            if key[0] == "end":
+                m = self.exact[key[1]].copy()
+                if not key[2]:
+                    m[[self.stoi[c] for c in DANGLING_NUMERALS if c in self.stoi]] = False
+            elif key[0] == "against" and key[1] in (PING, ZE):
+                m = self.free & self.opposite_of(key[1])
+            else:
+                m = self.free.copy()
+            if zodiac:
+                ok = (zodiac, previous_animal(zodiac))
+                m[[self.stoi[c] for c in ANIMAL_CHARS if ALIASES.get(c, c) not in ok and c in self.stoi]] = False
+            self._shared[(key, zodiac)] = _cost(m)
+        return self._shared[(key, zodiac)]
 
     def opposite_of(self, code: int) -> np.ndarray:
         """Tokens whose tone is certainly opposed to ``code`` (any token if code is 'either')."""
@@ -116,25 +148,24 @@ class LineSpec:
         return j if j in self.points else None
 
 
-def _base(vm: VocabMasks, spec: LineSpec, pos: int) -> np.ndarray:
-    """What a free position allows before looking at the row's own characters (cached on the spec)."""
-    cache = spec.__dict__.setdefault("_base", {})
+def _base_cost(vm: VocabMasks, spec: LineSpec, pos: int) -> np.ndarray:
+    """What a free position allows before looking at the row's own characters, as costs (cached on the spec;
+    the part every request of a year shares, on ``vm``)."""
+    cache = spec.__dict__.setdefault("_base_cost", {})
     if pos not in cache:
         if pos == spec.last:
-            m = vm.exact[spec.end_tone].copy()
-            if not spec.partner.rstrip(PUNCT).endswith(tuple(DANGLING_NUMERALS)):
-                m[[vm.stoi[c] for c in DANGLING_NUMERALS if c in vm.stoi]] = False
-        elif spec.strict and pos in spec.points:
-            m = vm.free.copy()
-            if spec.other_tones is not None and spec.other_tones[pos] in (PING, ZE):
-                m &= vm.opposite_of(spec.other_tones[pos])
+            key = ("end", spec.end_tone, spec.partner.rstrip(PUNCT).endswith(tuple(DANGLING_NUMERALS)))
+        elif spec.strict and pos in spec.points and spec.other_tones is not None:
+            key = ("against", spec.other_tones[pos])
         else:
-            m = vm.free.copy()
-        bad = [vm.stoi[c] for c in spec.forbidden | spec.glued.get(pos, frozenset()) if c in vm.stoi]
-        if spec.zodiac:  # animals of other years are not chosen freely (idioms with them are lost)
-            ok = (spec.zodiac, previous_animal(spec.zodiac))
-            bad += [vm.stoi[c] for c in ANIMAL_CHARS if ALIASES.get(c, c) not in ok and c in vm.stoi]
-        m[bad] = False
+            key = ("free",)
+        m = vm.shared_cost(key, spec.zodiac).copy()
+        if "_forbidden" not in spec.__dict__:
+            spec.__dict__["_forbidden"] = [vm.stoi[c] for c in spec.forbidden if c in vm.stoi]
+        m[spec.__dict__["_forbidden"]] = NEG
+        glued = spec.glued.get(pos)
+        if glued:
+            m[[vm.stoi[c] for c in glued if c in vm.stoi]] = NEG
         cache[pos] = m
     return cache[pos]
 
@@ -142,30 +173,34 @@ def _base(vm: VocabMasks, spec: LineSpec, pos: int) -> np.ndarray:
 def step_masks(
     vm: VocabMasks, specs: list[LineSpec], groups: np.ndarray, pos: int, ids: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Allowed tokens at ``pos`` for every row at once: ``(masks (R, V), forced (R,))``.
+    """Allowed tokens at ``pos`` for every row at once, as costs: ``(costs (R, V), forced (R,))``, a cost 0
+    where allowed and ``NEG`` where not (added to the log-probabilities in one pass: a boolean mask took four).
 
     ``ids`` (R, pos) holds each row's characters so far, ``groups`` its spec. A row whose position
     is fixed (punctuation, a wish word, a 叠字 mirror) gets its one token in ``forced`` (else -1);
-    its mask row is unused. Each row's own characters are struck out (no 重字), and at a rhythm
+    its cost row is all ``NEG``. Each row's own characters are struck out (no 重字), and at a rhythm
     point the tone must differ from the one two characters back (alternation).
     """
     R = len(groups)
     forced = np.full(R, -1, dtype=np.int64)
-    masks = np.empty((R, len(vm.itos)), dtype=bool)
+    masks = np.empty((R, len(vm.itos)), dtype=np.float32)
     for g in np.unique(groups):
         spec, rows = specs[g], np.flatnonzero(groups == g)
         if pos in spec.punct or pos in spec.fixed:
             forced[rows] = vm.id(spec.punct.get(pos) or spec.fixed[pos])
+            masks[rows] = NEG
             continue
         if pos in spec.mirror:
             forced[rows] = ids[rows, spec.mirror[pos]]
+            masks[rows] = NEG
             continue
-        masks[rows] = _base(vm, spec, pos)
         j = spec.prev_point(pos) if spec.strict and spec.alternate and pos != spec.last and pos in spec.points else None
-        if j is not None:
-            masks[rows] &= vm.opposite[vm.tone[ids[rows, j]]]
+        if j is None:
+            masks[rows] = _base_cost(vm, spec, pos)
+        else:
+            masks[rows] = np.minimum(_base_cost(vm, spec, pos), vm.opposite_cost[vm.tone[ids[rows, j]]])
     if pos:
-        masks[np.arange(R)[:, None], ids] = False
+        masks[np.arange(R)[:, None], ids] = NEG
         _year_context(vm, specs, groups, pos, ids, masks)
     return masks, forced
 
@@ -173,7 +208,8 @@ def step_masks(
 def _year_context(vm, specs, groups, pos, ids, masks) -> None:
     """After 辞/送 only the old year's animal, after 迎/接 only the new one's; the old animal is
     not followed by 年/岁, nor welcomes the spring (马迎春 in a 羊 year), unless it is being seen off."""
-    for r in range(len(groups)):
+    # only a row after 辞/送/迎/接 or an animal can be struck: the rest are passed over without a look
+    for r in np.flatnonzero(vm.year_cue[ids[:, pos - 1]]).tolist():
         z = specs[groups[r]].zodiac
         if not z:
             continue
@@ -188,7 +224,7 @@ def _year_context(vm, specs, groups, pos, ids, masks) -> None:
 
 
 def _strike(vm: VocabMasks, row: np.ndarray, chars: str) -> None:
-    row[[vm.stoi[c] for c in chars if c in vm.stoi]] = False
+    row[[vm.stoi[c] for c in chars if c in vm.stoi]] = NEG
 
 
 def mirror_of(upper: str) -> dict[int, int]:

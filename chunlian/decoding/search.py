@@ -13,10 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chunlian.decoding.constraints import LineSpec, VocabMasks, step_masks
+from chunlian.decoding.constraints import NEG, LineSpec, VocabMasks, step_masks
 from chunlian.model.runtime import LanguageModel
-
-NEG = -1e9
 
 
 @dataclass
@@ -143,14 +141,10 @@ def search_line(
     key = np.zeros(len(grp))
     ids = np.zeros((len(grp), 0), dtype=np.int64)
     for pos in range(specs[0].length):
-        masks, forced = step_masks(vm, specs, grp, pos, ids)
+        masked, forced = step_masks(vm, specs, grp, pos, ids)
         R = len(grp)
         # each row offers up to k candidates: its forced token, or its best allowed ones
-        # logp where allowed, about NEG elsewhere: arithmetic, five times faster than np.where's select here
-        masked = masks.astype(np.float32)
-        masked -= 1.0
-        masked *= -NEG
-        masked += logp
+        masked += logp  # logp where allowed, about NEG elsewhere
         fixed = np.flatnonzero(forced >= 0)
         masked[fixed] = NEG
         masked[fixed, forced[fixed]] = logp[fixed, forced[fixed]]
