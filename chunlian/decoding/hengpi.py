@@ -13,6 +13,7 @@ names a zodiac year (羊年大吉, 三阳开泰) is offered only in that year.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -92,14 +93,19 @@ class HengpiChooser:
         self._text = np.array([p.text for p in self.phrases])
         self._zodiac = np.array([p.zodiac or "" for p in self.phrases])
 
+    @functools.lru_cache(maxsize=16)  # noqa: B019 (one chooser per writer, kept for the process)
+    def _of_year(self, zodiac: str) -> np.ndarray:
+        """Phrases that may crown a couplet of ``zodiac``'s year: those naming no year, and its own."""
+        return (self._zodiac == "") | (self._zodiac == zodiac)
+
     def scores(self, text: str) -> np.ndarray:
         """Every phrase's fit to ``text`` (the couplet's characters and the wish words): log-odds, higher fits."""
         t = self.table
+        hits = [h for h in map(t.index.get, text) if h is not None]
         s = t.prior + len(text) * t.const
-        for ch in text:
-            hit = t.index.get(ch)
-            if hit is not None:
-                s[hit[0]] += hit[1]
+        if hits:  # one scatter for the whole text, not one per character
+            at = np.concatenate([h[0] for h in hits])
+            s += np.bincount(at, np.concatenate([h[1] for h in hits]), minlength=len(s)).astype(np.float32)
         return s
 
     def choose(
@@ -115,15 +121,27 @@ class HengpiChooser:
         """The best-fitting phrase (with ``rng``: one of the ``top`` best), never ``avoid``."""
         couplet = upper + lower
         fit = self.scores("".join(c for c in couplet + keywords if is_han(c)))
-        held = np.isin(self._codes, [ord(c) for c in set(couplet)])
+        present = np.zeros(0x10000, bool)  # the couplet's characters, looked up by code: np.isin sorts
+        present[[ord(c) for c in couplet if ord(c) < 0x10000]] = True
+        held = present[self._codes]
         shared = (held & self._first).sum(axis=1)  # distinct characters: 红红火火 shares two with 红似火
-        ok = (shared < 3) & ((self._zodiac == "") | (self._zodiac == (zodiac or "")))
+        ok = (shared < 3) & self._of_year(zodiac or "")
         for i in np.flatnonzero(held.all(axis=1)):  # all its characters in the couplet: written in a line?
             if self.phrases[i].text in upper or self.phrases[i].text in lower:
                 ok[i] = False
         if avoid:
             ok &= self._text != avoid
         idx = np.flatnonzero(ok)
-        order = np.argsort(-(fit[idx] - SHARED_COST * np.maximum(0, shared[idx] - 1)), kind="stable")
-        pick = order[0] if rng is None else order[int(rng.integers(0, min(top, len(order))))]
+        order = _best(-(fit[idx] - SHARED_COST * np.maximum(0, shared[idx] - 1)), 1 if rng is None else top)
+        pick = order[0] if rng is None else order[int(rng.integers(0, len(order)))]
         return self.phrases[idx[pick]].text
+
+
+def _best(cost: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` lowest costs' indices, lowest first and ties by index (a stable sort's first ``k``, without
+    sorting all 791)."""
+    k = min(k, len(cost))
+    kth = np.partition(cost, k - 1)[k - 1]
+    below = np.flatnonzero(cost < kth)
+    pool = np.concatenate([below, np.flatnonzero(cost == kth)[: k - len(below)]])
+    return pool[np.lexsort((pool, cost[pool]))]
