@@ -390,6 +390,17 @@ def segment(run: str, table: WordTable) -> list[str]:
 
 def split_words(line: str, table: WordTable) -> list[str]:
     """Words of a line: each run of Han characters segmented, anything else one character a word."""
+    if table is word_table():  # the ranking splits each candidate line several times
+        return list(_shipped_words(line))
+    return _split(line, table)
+
+
+@lru_cache(maxsize=8192)
+def _shipped_words(line: str) -> tuple[str, ...]:
+    return tuple(_split(line, word_table()))
+
+
+def _split(line: str, table: WordTable) -> list[str]:
     out: list[str] = []
     for han, chars in groupby(line, key=is_han):
         text = "".join(chars)
