@@ -32,7 +32,6 @@ NEG = -1e9  # the cost of a token a step may not choose
 # a line does not end on a count (锦绣河山千秋伟业万: a word cut off); 0.14% of the training lines do, nearly all
 # number games, so one is let through only to answer a line that ends on one. 千 stays: 喜万千, 气象万千
 DANGLING_NUMERALS = "一二三四五六七八九十百万两亿"
-LONG_LINE = 9
 
 
 def _cost(mask: np.ndarray) -> np.ndarray:
@@ -59,22 +58,15 @@ class VocabMasks:
         # opposite[tone code] as one table, so a whole batch of rows is masked by fancy indexing
         self.opposite = np.stack([self.opposite_of(code) for code in range(max(PING, ZE, EITHER, UNKNOWN) + 1)])
         self.opposite_cost = _cost(self.opposite)
-        self._stock: dict[bool, dict] = {}
         self._shared: dict[tuple, np.ndarray] = {}
         self.year_cue = np.zeros(V, dtype=bool)  # characters after which the year's context strikes some
         self.year_cue[[self.stoi[c] for c in FAREWELL | WELCOME | set(ANIMAL_CHARS) if c in self.stoi]] = True
 
-    def stock_next(self, length: int) -> dict[tuple[int, int], np.ndarray]:
-        """(first, second) character ids -> the third characters that would complete a stock span, for
-        a line of ``length`` (long lines, of 9 and more, have stock spans of their own)."""
-        long = length >= LONG_LINE
-        if long not in self._stock:
-            self._stock[long] = self._stock_index(long)
-        return self._stock[long]
-
-    def _stock_index(self, long: bool) -> dict[tuple[int, int], np.ndarray]:
+    @cached_property
+    def stock_next(self) -> dict[tuple[int, int], np.ndarray]:
+        """(first, second) character ids -> the third characters that would complete a stock span."""
         index: dict[tuple[int, int], list[int]] = {}
-        for span in stock_spans(long):
+        for span in stock_spans():
             if all(c in self.stoi for c in span):
                 a, b, c = (self.stoi[ch] for ch in span)
                 index.setdefault((a, b), []).append(c)

@@ -43,11 +43,11 @@ def _lines(name: str) -> list[str]:
     return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
 
 
-@lru_cache(maxsize=2)
-def stock_spans(long: bool = False) -> frozenset[str]:
-    """Three-character spans that mark a machine couplet (see scripts/stock_spans.py); ``long``: with the
-    long lines' own, which lines of 9 and 11 pay for too (万里江山添锦绣)."""
-    return _span_table("stock_spans.txt", "stock_spans_long.txt") if long else _span_table("stock_spans.txt")
+@lru_cache(maxsize=1)
+def stock_spans() -> frozenset[str]:
+    """Three-character spans that mark a machine couplet (see scripts/stock_spans.py). Lines of 9 and 11 had a
+    table of their own until readers preferred the student's long lines without it (docs/reads/kd1/nolong)."""
+    return _span_table("stock_spans.txt")
 
 
 def _span_table(*names: str) -> frozenset[str]:

@@ -150,7 +150,7 @@ def search_line(
         masked[fixed, forced[fixed]] = logp[fixed, forced[fixed]]
         # the costs are taken from this fresh array: a disallowed token stays far below NEG / 2
         if stock_cost and pos >= 2:
-            _stock_penalty(vm.stock_next(specs[0].length), masked, ids, stock_cost)
+            _stock_penalty(vm.stock_next, masked, ids, stock_cost)
         if avoid_cost:
             _avoid_penalty(vm, masked, specs, grp, pos, avoid_cost)
         k = min(top_k if rng is not None else width, masked.shape[1])
