@@ -214,10 +214,10 @@ def test_long_lines_over_many_wish_words_do_not_share_one_template(writer):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 19, open: with the stock spans re-derived for the distilled runs/kd1 and their cost at 1.5 (each "
-    "read against the state before, docs/reads/kd1), 酒正温 and 暖似春 are in 4 of the 110 couplets (before the "
-    "re-derivation: 笑声多 in 6 and five spans in 4). Strict: this fails once the figure is met, to restore the plain "
-    "assertion.",
+    reason="issue 19, open: with the stock spans re-derived for the distilled runs/kd1, their cost at 1.5 and the soft "
+    "rules' weight at 0.5 (each read against the state before, docs/reads/kd1), 酒正温 is in 4 of the 110 couplets "
+    "(before the re-derivation: 笑声多 in 6 and five spans in 4). Strict: this fails once the figure is met, to "
+    "restore the plain assertion.",
 )
 def test_seven_character_couplets_over_both_keyword_sets_share_no_template(writer):
     """The repetition figure's goal: over every group of both keyword sets, no three-character span in
