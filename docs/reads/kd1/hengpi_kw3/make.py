@@ -1,12 +1,20 @@
-import json, random
+"""The items of this read: each held-out couplet with the shipped 横批 and one chosen with the wish words counted
+three times, where the two differ. Run from the repository root."""
+
+import json
+import random
 from pathlib import Path
-from chunlian.engine import Engine
+
 from chunlian.calendar import coming_year
-w = Engine(cache_size=0).writer; z = coming_year().zodiac
+from chunlian.engine import Engine
+
+w = Engine(cache_size=0).writer
+z = coming_year().zodiac
 rows = []
 for f in ("docs/keywords.txt", "docs/keywords_everyday.txt", "docs/keywords_modern.txt"):
     for k, words in enumerate(ln.split() for ln in Path(f).read_text(encoding="utf-8").splitlines()):
-        if not words: continue
+        if not words:
+            continue
         for n in (7, (5, 9, 11)[k % 3]):
             try:
                 c = w.write(words, length=n, count=1, zodiac=z).couplets[0]
@@ -17,12 +25,16 @@ for f in ("docs/keywords.txt", "docs/keywords_everyday.txt", "docs/keywords_mode
             assert h["a"] == c.horizontal
             if h["a"] != h["b"]:
                 rows.append((" ".join(words), c.upper, c.lower, h))
-rng = random.Random(2027); rng.shuffle(rows)
+rng = random.Random(2027)
+rng.shuffle(rows)
 lines, key = [], {}
 for i, (words, upper, lower, h) in enumerate(rows, 1):
-    first = "b" if rng.random() < 0.5 else "a"; second = "a" if first == "b" else "b"
-    lines.append(f"{i}\t{words}\t{upper} / {lower}\t{h[first]}\t{h[second]}"); key[str(i)] = first
-out = Path("docs/reads/kd1/hengpi_kw3"); out.mkdir(parents=True, exist_ok=True)
+    first = "b" if rng.random() < 0.5 else "a"
+    second = "a" if first == "b" else "b"
+    lines.append(f"{i}\t{words}\t{upper} / {lower}\t{h[first]}\t{h[second]}")
+    key[str(i)] = first
+out = Path("docs/reads/kd1/hengpi_kw3")
+out.mkdir(parents=True, exist_ok=True)
 (out / "items.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
 (out / "key.json").write_text(json.dumps(key), encoding="utf-8")
 print(len(rows), "differ")
