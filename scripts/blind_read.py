@@ -249,6 +249,15 @@ def hengpi(args) -> None:
                 h = {s: ch.choose(c.upper, c.lower, "".join(words), zodiac) for s, ch in choosers.items()}
                 if h["a"] != h["b"]:
                     rows.append((" ".join(words), c.upper, c.lower, h))
+    write_hengpi_items(rows, rng, Path(args.out))
+    print(
+        f"{len(rows)} couplets whose 横批 differ -> {Path(args.out) / 'items.txt'}; key (a: {args.base}, b: this checkout)"
+    )
+
+
+def write_hengpi_items(rows: list, rng: random.Random, out: Path) -> None:
+    """A 横批 read's items and key: ``rows`` of (wish words, upper, lower, {"a": 横批, "b": 横批}), shuffled, each
+    item's two 横批 in a random order that the key records (also used by docs/reads/kd1/hengpi_kw3/make.py)."""
     rng.shuffle(rows)
     lines, key = [], {}
     for i, (words, upper, lower, h) in enumerate(rows, 1):
@@ -256,11 +265,9 @@ def hengpi(args) -> None:
         second = "a" if first == "b" else "b"
         lines.append(f"{i}\t{words}\t{upper} / {lower}\t{h[first]}\t{h[second]}")
         key[str(i)] = first
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "items.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (out / "key.json").write_text(json.dumps(key), encoding="utf-8")
-    print(f"{len(rows)} couplets whose 横批 differ -> {out / 'items.txt'}; key (a: {args.base}, b: this checkout)")
 
 
 def main() -> None:

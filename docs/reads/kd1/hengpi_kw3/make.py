@@ -1,12 +1,15 @@
 """The items of this read: each held-out couplet with the shipped 横批 and one chosen with the wish words counted
 three times, where the two differ. Run from the repository root."""
 
-import json
 import random
+import sys
 from pathlib import Path
 
 from chunlian.calendar import coming_year
 from chunlian.engine import Engine
+
+sys.path.insert(0, "scripts")
+from blind_read import write_hengpi_items  # noqa: E402 (a script's helper, from its folder)
 
 w = Engine(cache_size=0).writer
 z = coming_year().zodiac
@@ -25,16 +28,5 @@ for f in ("docs/keywords.txt", "docs/keywords_everyday.txt", "docs/keywords_mode
             assert h["a"] == c.horizontal
             if h["a"] != h["b"]:
                 rows.append((" ".join(words), c.upper, c.lower, h))
-rng = random.Random(2027)
-rng.shuffle(rows)
-lines, key = [], {}
-for i, (words, upper, lower, h) in enumerate(rows, 1):
-    first = "b" if rng.random() < 0.5 else "a"
-    second = "a" if first == "b" else "b"
-    lines.append(f"{i}\t{words}\t{upper} / {lower}\t{h[first]}\t{h[second]}")
-    key[str(i)] = first
-out = Path("docs/reads/kd1/hengpi_kw3")
-out.mkdir(parents=True, exist_ok=True)
-(out / "items.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-(out / "key.json").write_text(json.dumps(key), encoding="utf-8")
+write_hengpi_items(rows, random.Random(2027), Path("docs/reads/kd1/hengpi_kw3"))
 print(len(rows), "differ")
