@@ -55,9 +55,9 @@ class VocabMasks:
                 self.tone[i] = char_tone(c, track)
                 self.free[i] = c not in bad
         self.exact = {PING: self.free & (self.tone == PING), ZE: self.free & (self.tone == ZE)}
-        # opposite[tone code] as one table, so a whole batch of rows is masked by fancy indexing
-        self.opposite = np.stack([self.opposite_of(code) for code in range(max(PING, ZE, EITHER, UNKNOWN) + 1)])
-        self.opposite_cost = _cost(self.opposite)
+        # opposite_cost[tone code] as one table, so a whole batch of rows is masked by fancy indexing
+        codes = range(max(PING, ZE, EITHER, UNKNOWN) + 1)
+        self.opposite_cost = _cost(np.stack([self.opposite_of(code) for code in codes]))
         self._shared: dict[tuple, np.ndarray] = {}
         self.year_cue = np.zeros(V, dtype=bool)  # characters after which the year's context strikes some
         self.year_cue[[self.stoi[c] for c in FAREWELL | WELCOME | set(ANIMAL_CHARS) if c in self.stoi]] = True
