@@ -292,21 +292,35 @@ def check(upper: str, lower: str, track: str = "xin", vocab=None, words: bool = 
         good = sum(opposed(tu[a], tu[b]) for a, b in alt_pairs) if alt_pairs else 0
         rate = good / len(alt_pairs) if alt_pairs else 1.0
         add(Rule("alternation", False, rate == 1.0, "句内平仄交替" if rate == 1.0 else "句内节奏点平仄未交替", rate))
-        if not words:
-            return rep
-        pos_rate = pos_agreement(upper, lower)
-        add(Rule("parts_of_speech", False, pos_rate >= 0.7, f"词性相对 {pos_rate:.0%}", pos_rate))
-        shared = hezhang_words(upper, lower)
-        add(
-            Rule(
-                "no_hezhang",
-                False,
-                not shared,
-                "上下联意思不重复" if not shared else f"合掌：两联同用「{'、'.join(shared)}」",
-                0.0 if shared else 1.0,
-            )
-        )
+        if words:
+            rep.rules += word_rules(upper, lower)
     return rep
+
+
+def word_rules(upper: str, lower: str) -> list[Rule]:
+    """The two word-level soft rules (parts of speech, 合掌), the slow part of ``check``: a ranking adds them to the
+    first pass's report of the few candidates it keeps (``with_word_rules``) instead of checking those again."""
+    pos_rate = pos_agreement(upper, lower)
+    shared = hezhang_words(upper, lower)
+    return [
+        Rule("parts_of_speech", False, pos_rate >= 0.7, f"词性相对 {pos_rate:.0%}", pos_rate),
+        Rule(
+            "no_hezhang",
+            False,
+            not shared,
+            "上下联意思不重复" if not shared else f"合掌：两联同用「{'、'.join(shared)}」",
+            0.0 if shared else 1.0,
+        ),
+    ]
+
+
+def with_word_rules(rep: Report) -> Report:
+    """``rep`` (a ``check(..., words=False)`` of lines with mirrored punctuation, perhaps with rules added after it)
+    as ``check(...)`` would have given it: the word-level rules in their place, after the tone-level ones."""
+    rules = list(rep.rules)
+    at = next(i for i, r in enumerate(rules) if r.name == "alternation") + 1
+    rules[at:at] = word_rules(rep.upper, rep.lower)
+    return Report(rep.upper, rep.lower, rep.track, rep.tones, rules)
 
 
 def _end_rule(name: str, label: str, line: str, tones: list[int], want: int) -> Rule:

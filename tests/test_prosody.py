@@ -127,3 +127,14 @@ def test_a_characters_own_class_is_its_first_pypinyin_reading():
             else _tone_of_syllable(pinyin(ch, style=Style.TONE3, neutral_tone_with_five=True)[0][0])
         )
         assert char_tone(ch, "xin") == want, ch
+
+
+@pytest.mark.parametrize(
+    ("upper", "lower"),
+    [("天增岁月人增寿", "春满乾坤福满门"), ("春风春雨春色", "新年新景新家"), ("一帆风顺年年好，", "万事如意步步高，")],
+)
+def test_word_rules_added_to_a_first_pass_report_give_the_full_report(upper, lower):
+    # the ranking checks many candidates without the slow word-level rules, then adds them to the few it keeps
+    from chunlian.prosody import with_word_rules
+
+    assert with_word_rules(check(upper, lower, words=False)).to_dict() == check(upper, lower).to_dict()

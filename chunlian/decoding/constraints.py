@@ -176,8 +176,8 @@ def step_masks(
     R = len(groups)
     forced = np.full(R, -1, dtype=np.int64)
     masks = np.empty((R, len(vm.itos)), dtype=np.float32)
-    for g in np.unique(groups):
-        spec, rows = specs[g], np.flatnonzero(groups == g)
+    for g, rows in group_runs(groups):
+        spec = specs[g]
         if pos in spec.punct or pos in spec.fixed:
             forced[rows] = vm.id(spec.punct.get(pos) or spec.fixed[pos])
             masks[rows] = NEG
@@ -195,6 +195,19 @@ def step_masks(
         masks[np.arange(R)[:, None], ids] = NEG
         _year_context(vm, specs, groups, pos, ids, masks)
     return masks, forced
+
+
+def group_runs(groups: np.ndarray) -> list[tuple[int, slice]]:
+    """``groups`` as runs of equal values: (group, its rows as a slice). A search keeps its rows sorted by group, so
+    each group is one run, and a slice is written without the index arrays a ``groups == g`` would make."""
+    runs: list[tuple[int, slice]] = []
+    start = 0
+    gl = groups.tolist()
+    for i in range(1, len(gl) + 1):
+        if i == len(gl) or gl[i] != gl[start]:
+            runs.append((gl[start], slice(start, i)))
+            start = i
+    return runs
 
 
 def _year_context(vm, specs, groups, pos, ids, masks) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chunlian.decoding.constraints import NEG, LineSpec, VocabMasks, step_masks
+from chunlian.decoding.constraints import NEG, LineSpec, VocabMasks, group_runs, step_masks
 from chunlian.model.runtime import LanguageModel
 
 
@@ -199,8 +199,8 @@ def _largest(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _avoid_penalty(vm: VocabMasks, logp: np.ndarray, specs: list[LineSpec], grp, pos: int, cost: float):
     hits = [
-        (np.flatnonzero(grp == g), vm.stoi[specs[g].avoid[pos]])
-        for g in np.unique(grp)
+        (rows, vm.stoi[specs[g].avoid[pos]])
+        for g, rows in group_runs(grp)
         if pos < len(specs[g].avoid) and specs[g].free_at(pos) and specs[g].avoid[pos] in vm.stoi
     ]
     return _charge(logp, [(rows, toks, cost) for rows, toks in hits])

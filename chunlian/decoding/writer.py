@@ -537,8 +537,8 @@ class CoupletWriter:
         def made(upper, lower):
             return "".join(written(upper, lower))
 
-        def score(upper, lower, lm_total, full, relevance=0.0):
-            rep = prosody.check(upper, lower, tones, self.vocab, words=full)
+        def score(upper, lower, lm_total):
+            rep = prosody.check(upper, lower, tones, self.vocab, words=False)
             rep.rules += rerank.sense_rules(made(upper, lower), words, zodiac)
             if words:
                 split = prosody.split_wish_words(upper, words) + prosody.split_wish_words(lower, words)
@@ -557,7 +557,9 @@ class CoupletWriter:
             if embedded and words and not all(c in upper + lower for c in "".join(words)):  # embedded or acrostic
                 return None
             chars = sum(1 for c in upper + lower if c not in PUNCT) + 2
-            lm_score = lm_total / chars
+            return ranked(upper, lower, rep, lm_total / chars)
+
+        def ranked(upper, lower, rep, lm_score, relevance=0.0):
             rhythm = next((r.score for r in rep.rules if r.name == "rhythm_opposed"), 1.0)
             total = lm_score + SOFT_WEIGHT * rep.soft_score - RHYTHM_WEIGHT * (1.0 - rhythm)
             total += relevance_weight * relevance + rerank.soft_adjustment(written(upper, lower))
@@ -577,12 +579,15 @@ class CoupletWriter:
         def fresh(c: Couplet) -> bool:
             return not avoid or rerank.changed(made(c.upper, c.lower), made(*avoid)) >= rerank.VARIED
 
-        totals = {(u, l): s for u, l, s in pairs}
-        first = [c for c in (score(u, l, s, False) for u, l, s in pairs) if c is not None]
+        first = [c for c in (score(u, l, s) for u, l, s in pairs) if c is not None]
         shortlist = pick(first, max(SHORTLIST, 2 * max(count, POOL)))
         relevance = yield from self._relevance(shortlist, vary, spring, relevance_weight, brk)
-        rescored = [score(c.upper, c.lower, totals[(c.upper, c.lower)], True, r) for c, r in zip(shortlist, relevance)]
-        chosen = pick([c for c in rescored if c is not None], count)
+        # the shortlist's reports gain the word-level rules; the rest of each was checked in the first pass
+        rescored = [
+            ranked(c.upper, c.lower, prosody.with_word_rules(c.report), c.lm_score, r)
+            for c, r in zip(shortlist, relevance)
+        ]
+        chosen = pick(rescored, count)
         for c in chosen:
             c.horizontal = self.hengpi.choose(c.upper, c.lower, "".join(words), zodiac, rng)
         return chosen
