@@ -108,6 +108,16 @@ def embed(words: list[str], n: int, track: str, limit: int = 2, phrase: bool = F
     return out
 
 
+def together(p: Placement, words: list[str]) -> bool:
+    """Whether ``p`` holds the words in one line, in order, each where the one before it ends."""
+    joined = "".join(words)
+    for line in (p.upper, p.lower):
+        starts = [i for i, c in line.items() if c == joined[0]]
+        if any(all(line.get(s + j) == c for j, c in enumerate(joined)) for s in starts):
+            return True
+    return False
+
+
 def acrostic(words: list[str], n: int) -> Placement:
     chars = "".join(words)
     half = (len(chars) + 1) // 2
