@@ -231,7 +231,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--a", type=Path, help="side A as a checkout (instead of --base)")
     ap.add_argument("--b", type=Path, default=ROOT, help="side B (default: this tree)")
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--requests", type=int, default=40, help="one-client requests per load (32 clients: 4x)")
+    ap.add_argument(
+        "--requests",
+        type=int,
+        default=100,
+        help="one-client requests per load (32 clients: 4x); at 24, a 32-client load lasts about a second, and its "
+        "ramp and tail moved f006b03's mix between 29 and 38 couplets/s from run to run",
+    )
     ap.add_argument("--seed", type=int, default=2027)
     ap.add_argument("--out", type=Path, help="also write the table (Markdown) here")
     ap.add_argument("--loads", nargs="+", choices=LOADS, default=list(LOADS), help="measure only these loads")
