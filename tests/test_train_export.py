@@ -351,3 +351,18 @@ def test_a_student_learns_its_teachers_distribution_and_resumes_with_it(trained,
         return float((t.exp() * (t - s)).sum(-1).mean())
 
     assert gap(student) < 0.5 * gap(_student(teacher, arch))
+
+    # a shipped student distilled further (``init_from``) keeps its own network and weights, not a new projection
+    export(out, tmp_path / "student", quantize=False)
+    kw2 = kw | dict(n_layer=2, n_embd=32, lr=1e-7)
+    more = train(
+        str(data_dir),
+        str(tmp_path / "kd2"),
+        teacher=str(tmp_path / "teacher"),
+        init_from=str(tmp_path / "student"),
+        minutes=0.02,
+        **kw2,
+    )
+    continued, _ = load_checkpoint(more)
+    assert continued.cfg.n_layer == 1 and continued.cfg.n_embd == 16
+    assert abs(gap(continued) - gap(student)) < 0.05 * gap(student)

@@ -90,9 +90,9 @@ def _start(data_dir, state, init_from, arch, written=None, teacher=None):
         tok = Tokenizer.from_itos(state["vocab"])
         model = GPT(GPTConfig(**state["config"]))
         model.load_state_dict(state["model"])
-    elif teacher is not None:
+    elif teacher is not None:  # a new student, or (``init_from``) a shipped one distilled further
         net, tok = teacher
-        model = _student(net, arch)
+        model = _from_model_dir(init_from, tok) if init_from else _student(net, arch)
     elif init_from:
         tok = Tokenizer(Tokenizer.load(Path(init_from) / "vocab.txt").itos[9:])
         model = _from_model_dir(init_from, tok)
