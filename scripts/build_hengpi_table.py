@@ -1,7 +1,7 @@
 """Build chunlian/data/hengpi_fit.tsv: which 横批 the teachers wrote over which couplets.
 
 Every couplet of the written corpus (data/written/, DEVELOPERS.md "Teachers") came with the 横批 its writer chose
-for it: 22,223 choices. A 横批 that writers chose at least ``--min-count`` times is a phrase of the trade, not one
+for it: 24,093 choices (s00–s115). A 横批 that writers chose at least ``--min-count`` times is a phrase of the trade, not one
 writer's invention; the table keeps those, and for each the characters of the couplets (and wish words) it was
 chosen for, as a naive Bayes text classifier: a character ``c`` seen ``n`` times over a phrase's couplets weighs
 ``log(1 + n / (mu * P(c)))``, and the phrase's own constant ``log(mu / (N_h + mu))`` is paid for every character

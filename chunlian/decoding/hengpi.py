@@ -1,6 +1,6 @@
 """横批: a four-character phrase that sums the couplet up, chosen the way the teachers chose theirs.
 
-The phrases and their fit come from the written corpus (data/written/, 22,223 couplets each with the 横批 its
+The phrases and their fit come from the written corpus (data/written/, 24,093 couplets each with the 横批 its
 writer chose; scripts/build_hengpi_table.py): a phrase writers chose at least five times, scored for a couplet by a
 naive Bayes classifier over the characters of the couplets it was chosen for. 汤圆 gets 团圆美满, a new home
 新居纳福, where a cosine in the model's character space gave 蒸蒸日上 or 江山如画 to nearly anything (a blind read
