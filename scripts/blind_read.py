@@ -232,32 +232,37 @@ def hengpi(args) -> None:
     exec(compile(src, "hengpi_base", "exec"), old.__dict__)  # noqa: S102 — the project's own file at a revision
     lm = writer.lm
     choosers = {"a": old.HengpiChooser(lm.itos, lm.embeddings), "b": HengpiChooser()}
-    rng, rows = random.Random(args.seed), []
-    for f in args.keywords:
-        for k, words in enumerate(ln.split() for ln in Path(f).read_text(encoding="utf-8").splitlines()):
-            if not words:
-                continue
-            for n in (
-                (args.lengths[0], args.lengths[1 + k % (len(args.lengths) - 1)])
-                if len(args.lengths) > 1
-                else args.lengths
-            ):
-                try:
-                    c = writer.write(words, length=n, count=1, zodiac=zodiac).couplets[0]
-                except Exception:  # noqa: BLE001 — no couplet, nothing to put a 横批 on
-                    continue
-                h = {s: ch.choose(c.upper, c.lower, "".join(words), zodiac) for s, ch in choosers.items()}
-                if h["a"] != h["b"]:
-                    rows.append((" ".join(words), c.upper, c.lower, h))
+    pick = {s: (lambda c, kw, ch=ch: ch.choose(c.upper, c.lower, kw, zodiac)) for s, ch in choosers.items()}
+    rng, rows = random.Random(args.seed), differing_hengpi(writer, zodiac, args.keywords, args.lengths, pick)
     write_hengpi_items(rows, rng, Path(args.out))
     print(
         f"{len(rows)} couplets whose 横批 differ -> {Path(args.out) / 'items.txt'}; key (a: {args.base}, b: this checkout)"
     )
 
 
+def differing_hengpi(writer, zodiac: str, files, lengths, pick: dict) -> list:
+    """(wish words, upper, lower, {"a": 横批, "b": 横批}) for the deterministic couplet of every group of ``files``, at
+    ``lengths[0]`` and one of the rest in turn, where ``pick["a"]`` and ``pick["b"]`` (couplet, the wish words joined
+    → 横批) differ: the rows of a 横批 read (``hengpi``, and the reads in docs/reads/kd1/hengpi_*/make.py)."""
+    rows = []
+    for f in files:
+        for k, words in enumerate(ln.split() for ln in Path(f).read_text(encoding="utf-8").splitlines()):
+            if not words:
+                continue
+            for n in (lengths[0], lengths[1 + k % (len(lengths) - 1)]) if len(lengths) > 1 else lengths:
+                try:
+                    c = writer.write(words, length=n, count=1, zodiac=zodiac).couplets[0]
+                except Exception:  # noqa: BLE001 — no couplet, nothing to put a 横批 on
+                    continue
+                h = {side: choose(c, "".join(words)) for side, choose in pick.items()}
+                if h["a"] != h["b"]:
+                    rows.append((" ".join(words), c.upper, c.lower, h))
+    return rows
+
+
 def write_hengpi_items(rows: list, rng: random.Random, out: Path) -> None:
     """A 横批 read's items and key: ``rows`` of (wish words, upper, lower, {"a": 横批, "b": 横批}), shuffled, each
-    item's two 横批 in a random order that the key records (also used by docs/reads/kd1/hengpi_kw3/make.py)."""
+    item's two 横批 in a random order that the key records (also used by docs/reads/kd1/hengpi_*/make.py)."""
     rng.shuffle(rows)
     lines, key = [], {}
     for i, (words, upper, lower, h) in enumerate(rows, 1):

@@ -1,5 +1,5 @@
 """The items of this read: each held-out couplet with the 横批 of the table built from the 22,223 couplets of
-s00–s107 (``--old``, the table shipped before) and of the one rebuilt from the 24,093 of s00–s115 (the shipped file
+s00–s107 (``OLD_TABLE``, the table shipped before) and of the one rebuilt from the 24,093 of s00–s115 (the shipped file
 now), where the two differ. Run from the repository root: ``python docs/reads/kd1/hengpi_refit/make.py OLD_TABLE``."""
 
 import random
@@ -11,24 +11,13 @@ from chunlian.decoding.hengpi import HengpiChooser, parse
 from chunlian.engine import Engine
 
 sys.path.insert(0, "scripts")
-from blind_read import write_hengpi_items  # noqa: E402 (a script's helper, from its folder)
+from blind_read import differing_hengpi, write_hengpi_items  # noqa: E402 (a script's helper, from its folder)
 
 w = Engine(cache_size=0).writer
 old = HengpiChooser(parse(Path(sys.argv[1]).read_text(encoding="utf-8")))
 z = coming_year().zodiac
-rows = []
-for f in ("docs/keywords.txt", "docs/keywords_everyday.txt", "docs/keywords_modern.txt"):
-    for k, words in enumerate(ln.split() for ln in Path(f).read_text(encoding="utf-8").splitlines()):
-        if not words:
-            continue
-        for n in (7, (5, 9, 11)[k % 3]):
-            try:
-                c = w.write(words, length=n, count=1, zodiac=z).couplets[0]
-            except Exception:
-                continue
-            kw = "".join(words)
-            h = {"a": old.choose(c.upper, c.lower, kw, z), "b": c.horizontal}
-            if h["a"] != h["b"]:
-                rows.append((" ".join(words), c.upper, c.lower, h))
+pick = {"a": lambda c, kw: old.choose(c.upper, c.lower, kw, z), "b": lambda c, kw: c.horizontal}
+files = ("docs/keywords.txt", "docs/keywords_everyday.txt", "docs/keywords_modern.txt")
+rows = differing_hengpi(w, z, files, (7, 5, 9, 11), pick)
 write_hengpi_items(rows, random.Random(2027), Path("docs/reads/kd1/hengpi_refit"))
 print(len(rows), "differ")
