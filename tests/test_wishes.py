@@ -110,10 +110,8 @@ def test_the_cli_and_the_api_offer_the_theme_placement(capsys, client):
 def test_two_wish_words_are_offered_both_split_and_kept_together_in_the_first_try(writer, words):
     """房贷 / 还清 split across the lines read as a broken phrase (docs/reads/kd1/together): the first placements
     tried hold the best split and the best with the words together in one line, and the model's ranking chooses."""
-    from chunlian.decoding import placement
-
     first, _ = next(writer._placements(words, 7, "embed", "xin"))
-    kept = [placement.together(p, words) for p in first]
+    kept = [p.together for p in first]
     assert kept.count(True) == 1 and kept.count(False) == 1, first
     for seed in (None, 1):
         c = writer.write(words, length=7, count=1, seed=seed).couplets[0]

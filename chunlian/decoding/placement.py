@@ -23,6 +23,7 @@ class Placement:
     upper: dict[int, str]
     lower: dict[int, str]
     score: float
+    together: bool = False  # every wish word in one line, in order, each where the one before it ends
 
 
 def _starts(n: int, k: int) -> list[int]:
@@ -89,7 +90,7 @@ def embed(words: list[str], n: int, track: str, limit: int = 2, phrase: bool = F
         lines: list[dict[int, str]] = [{}, {}]
         for w, (line, s) in zip(words, slots):
             lines[line].update({s + j: c for j, c in enumerate(w)})
-        found.append(Placement(lines[0], lines[1], sc))
+        found.append(Placement(lines[0], lines[1], sc, _together(words, list(slots))))
     if not found:
         if c := repeated(words):
             raise repeated_error(c)
@@ -106,16 +107,6 @@ def embed(words: list[str], n: int, track: str, limit: int = 2, phrase: bool = F
         if len(out) == limit:
             break
     return out
-
-
-def together(p: Placement, words: list[str]) -> bool:
-    """Whether ``p`` holds the words in one line, in order, each where the one before it ends."""
-    joined = "".join(words)
-    for line in (p.upper, p.lower):
-        starts = [i for i, c in line.items() if c == joined[0]]
-        if any(all(line.get(s + j) == c for j, c in enumerate(joined)) for s in starts):
-            return True
-    return False
 
 
 def acrostic(words: list[str], n: int) -> Placement:

@@ -277,8 +277,8 @@ class CoupletWriter:
                 # 房贷 还清 may be one clause (房贷还清…), not a pair to split across the lines: the first try
                 # offers the model both, the best split and the best kept together, and the ranking chooses
                 joined = placement.embed(words, n, tones, limit=1, phrase=True)
-                if joined and placement.together(joined[0], words) and joined[0] != ranked[0]:
-                    ranked = [ranked[0], joined[0]] + [p for p in ranked[1:] if p != joined[0]]
+                if joined and joined[0].together and not _same(joined[0], ranked[0]):
+                    ranked = [ranked[0], joined[0]] + [p for p in ranked[1:] if not _same(p, joined[0])]
             for lo, hi in itertools.pairwise((0, *EMBED_TRIES)):
                 if ranked[lo:hi]:
                     yield ranked[lo:hi], prompt
@@ -615,6 +615,11 @@ class CoupletWriter:
         ]
         scores = yield Score([seq for seq, _ in jobs], [k for _, k in jobs])
         return [float(s) / (len(seq) - k) for s, (seq, k) in zip(scores, jobs)]
+
+
+def _same(a: placement.Placement, b: placement.Placement) -> bool:
+    """Whether two placements fix the same characters (their scores differ where one was ranked as a phrase)."""
+    return (a.upper, a.lower) == (b.upper, b.lower)
 
 
 def sized_avoid(avoid: tuple[str, str] | None, sizes: tuple[int, int]) -> tuple[str, str] | None:
