@@ -74,6 +74,9 @@ def test_a_negated_wish_word_is_refused_and_set_blessings_are_not():
     assert rerank.negated("医者仁心济世人", ["医者"]) == []
     assert rerank.negated("福寿无疆春不老", ["福寿"]) == []
     assert rerank.gloom("医者一生无事业") == ["无事"] and rerank.gloom("万寿无疆不老松") == []
+    # 少 in 老少 is "the young", not "little": 老少平安 wishes the whole family well
+    assert rerank.negated("老少平安过好年", ["平安"]) == []
+    assert rerank.negated("一年少平安", ["平安"]) == ["少平安"]
     rule = next(r for r in rerank.sense_rules("不如意中过一年", ["如意"], None) if r.name == "wish_affirmed")
     assert rule.hard and not rule.passed
 

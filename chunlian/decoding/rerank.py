@@ -82,7 +82,7 @@ def negated(line: str, words: list[str]) -> list[str]:
     for w in words:
         i = line.find(w)
         while i >= 0:
-            if i and line[i - 1] in negators and line[i - 1 : i + 1] not in blessings:
+            if i and line[i - 1] in negators and line[i - 1 : i + 1] not in blessings and not _ends_word(line, i - 1):
                 out.append(line[i - 1] + w)
             i = line.find(w, i + 1)
     return out
@@ -91,7 +91,13 @@ def negated(line: str, words: list[str]) -> list[str]:
 def gloom(line: str) -> list[str]:
     """Negations that are not set blessings: 无事业, 不安 (soft: they may still be praise)."""
     negators, blessings = _negation()
+    # 老少 still pays here: without the cost the model writes 一家老少围炉坐 in 6 of the 660 held-out couplets
     return [line[i : i + 2] for i, c in enumerate(line[:-1]) if c in negators and line[i : i + 2] not in blessings]
+
+
+def _ends_word(line: str, i: int) -> bool:
+    """Whether the negating character at ``i`` ends a listed word and so negates nothing (老少平安: the young)."""
+    return i > 0 and line[i - 1 : i + 1] in _negation()[1]
 
 
 @lru_cache(maxsize=1)
