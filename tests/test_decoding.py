@@ -240,6 +240,18 @@ def test_the_best_couplet_is_the_same_whether_one_or_three_are_asked(writer, wor
     assert writer.match(line, count=1).couplets[0].lower == writer.match(line, count=3).couplets[0].lower
 
 
+@pytest.mark.parametrize(("words", "length"), [(["竹"], 5), (["春", "福"], 7), (["陶艺"], 7)])
+def test_three_asked_get_three_when_the_first_placements_give_fewer(writer, words, length):
+    """The page shows three couplets to choose from. Where the first placements yield only two that pass every
+    rule, the next placements fill the third; the best couplet stays the one a single request gets."""
+    one = writer.write(words, length=length, count=1, zodiac="羊").couplets[0]
+    three = writer.write(words, length=length, count=3, zodiac="羊").couplets
+    assert len(three) == 3 and (three[0].upper, three[0].lower) == (one.upper, one.lower)
+    assert len({c.upper for c in three}) == 3 and len({c.lower for c in three}) == 3
+    for c in three:
+        _assert_form(c.upper, c.lower)
+
+
 @pytest.mark.parametrize("words", [["锦绣"], ["福寿"], ["金玉"]])
 def test_no_line_ends_on_a_count_cut_off(writer, words):
     """锦绣河山千秋伟业万 / 英雄儿女四海宏图春 was written: a line ending on 万 or 一 is a word cut off."""

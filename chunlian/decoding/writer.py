@@ -224,6 +224,7 @@ class CoupletWriter:
         words = inputs.keywords(keywords, self.vocab, auspicious=False)
         ill = sorted(set("".join(words)) & prosody.inauspicious())
         n = inputs.length(length)
+        got: list[Couplet] = []  # a request for three is filled from later tries, behind the first try's best
         for places, prompt in self._placements(words, n, mode, tones):
             brk, places = clause_break(n, places)
             plan = _Plan(
@@ -253,15 +254,19 @@ class CoupletWriter:
                     ignore=("auspicious",) if ill else (),
                     embedded=mode != "theme",
                 )
-                if found:
-                    notice = None
-                    if ill:
-                        notice = (
-                            f"「{'、'.join(ill)}」春联少用，这是您自己的吉祥词，照录不改；其余的字中不用。"
-                            f" / {', '.join(ill)} is rarely written in a spring couplet; your wish words are kept "
-                            f"as typed, and the rest of the couplet avoids it."
-                        )
-                    return Result(found, "write", notice)
+                if len(_topped(got, found, "both")) >= count:
+                    break
+            if len(got) >= count:
+                break
+        if got:
+            notice = None
+            if ill:
+                notice = (
+                    f"「{'、'.join(ill)}」春联少用，这是您自己的吉祥词，照录不改；其余的字中不用。"
+                    f" / {', '.join(ill)} is rarely written in a spring couplet; your wish words are kept "
+                    f"as typed, and the rest of the couplet avoids it."
+                )
+            return Result(got[:count], "write", notice)
         raise CoupletError(
             "no_couplet", "没能写出合格的对联，请换几个字再试", "no couplet passed every rule; try other words"
         )
@@ -450,6 +455,7 @@ class CoupletWriter:
         punct = {i: c for i, c in enumerate(written) if c in PUNCT}
         rng = np.random.default_rng(seed) if seed is not None else None
         prompt = self.lm.encode_prompt("reverse" if reverse else "match", written, spring)
+        got: list[Couplet] = []
         for strict in (True, False):
             spec = LineSpec(
                 len(written),
@@ -496,21 +502,23 @@ class CoupletWriter:
                 relevance_weight=self.relevance_weight,
                 brk=brk,
             )
-            if found:
-                notices = []
-                if reverse and direction == "auto":
-                    notices.append(
-                        f"「{text}」末字「{text[last]}」是平声，按仄起平收应是下联，已为它配上联。"
-                        f" / The line ends on a level (平) tone, so it reads as a lower line; "
-                        f"here is an upper line for it."
-                    )
-                if ill and not lenient:
-                    notices.append(
-                        f"「{'、'.join(ill)}」春联少用，这是您自己的句子，照录不改；配句中不用。"
-                        f" / {', '.join(ill)} is rarely written in a spring couplet; your line is kept as "
-                        f"typed, and the line written for it avoids it."
-                    )
-                return Result(found, "reverse" if reverse else "match", " ".join(notices) or None)
+            if len(_topped(got, found, "upper" if reverse else "lower")) >= count:
+                break
+        if got:
+            notices = []
+            if reverse and direction == "auto":
+                notices.append(
+                    f"「{text}」末字「{text[last]}」是平声，按仄起平收应是下联，已为它配上联。"
+                    f" / The line ends on a level (平) tone, so it reads as a lower line; "
+                    f"here is an upper line for it."
+                )
+            if ill and not lenient:
+                notices.append(
+                    f"「{'、'.join(ill)}」春联少用，这是您自己的句子，照录不改；配句中不用。"
+                    f" / {', '.join(ill)} is rarely written in a spring couplet; your line is kept as "
+                    f"typed, and the line written for it avoids it."
+                )
+            return Result(got[:count], "reverse" if reverse else "match", " ".join(notices) or None)
         raise CoupletError(
             "no_couplet", "没能对出合格的下联，请换一句再试", "no lower line passed every rule; try another line"
         )
@@ -615,6 +623,15 @@ class CoupletWriter:
         ]
         scores = yield Score([seq for seq, _ in jobs], [k for _, k in jobs])
         return [float(s) / (len(seq) - k) for s, (seq, k) in zip(scores, jobs)]
+
+
+def _topped(got: list[Couplet], found: list[Couplet], vary: str) -> list[Couplet]:
+    """``got`` with a later try's candidates added where they repeat none of its written lines: a request for
+    three that the first placements or the strict search fill only in part is topped up by the next."""
+    for c in found:
+        if all((vary == "lower" or c.upper != d.upper) and (vary == "upper" or c.lower != d.lower) for d in got):
+            got.append(c)
+    return got
 
 
 def _same(a: placement.Placement, b: placement.Placement) -> bool:
