@@ -230,14 +230,30 @@ def hengpi(args) -> None:
     ).stdout
     old = sys.modules["hengpi_base"] = types.ModuleType("hengpi_base")
     exec(compile(src, "hengpi_base", "exec"), old.__dict__)  # noqa: S102 — the project's own file at a revision
-    lm = writer.lm
-    choosers = {"a": old.HengpiChooser(lm.itos, lm.embeddings), "b": HengpiChooser()}
+    choosers = {"a": _base_chooser(old, args.base, writer.lm.itos), "b": HengpiChooser()}
     pick = {s: (lambda c, kw, ch=ch: ch.choose(c.upper, c.lower, kw, zodiac)) for s, ch in choosers.items()}
     rng, rows = random.Random(args.seed), differing_hengpi(writer, zodiac, args.keywords, args.lengths, pick)
     write_hengpi_items(rows, rng, Path(args.out))
     print(
         f"{len(rows)} couplets whose 横批 differ -> {Path(args.out) / 'items.txt'}; key (a: {args.base}, b: this checkout)"
     )
+
+
+def _base_chooser(old, base: str, itos):
+    """The chooser of ``base``: before the 横批 table (6876eb0^ and older) it took the model's character vectors,
+    which that revision's weights kept in embeddings.npy; since, it takes nothing."""
+    import inspect
+    import io
+    import subprocess
+
+    import numpy as np
+
+    if all(p.default is not p.empty for p in inspect.signature(old.HengpiChooser).parameters.values()):
+        return old.HengpiChooser()
+    raw = subprocess.run(
+        ["git", "show", f"{base}:chunlian/weights/embeddings.npy"], capture_output=True, check=True
+    ).stdout
+    return old.HengpiChooser(itos, np.load(io.BytesIO(raw)).astype(np.float32))
 
 
 def differing_hengpi(writer, zodiac: str, files, lengths, pick: dict) -> list:

@@ -26,7 +26,7 @@ from chunlian.model.runtime import OnnxLM, default_model_dir
 ROOT = Path(__file__).resolve().parents[1]
 soak = load_script(ROOT / "bench" / "soak.py")
 
-MODEL_FILES = ("config.json", "vocab.txt", "couplet.onnx", "couplet.int8.onnx", "embeddings.npy")
+MODEL_FILES = ("config.json", "vocab.txt", "couplet.onnx", "couplet.int8.onnx")
 
 
 # -- a broken model: refused at load time, one bilingual line, non-zero exit ----------------------------------

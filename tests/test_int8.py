@@ -96,7 +96,7 @@ def test_a_model_directory_is_requantised_statically(tmp_path):
     pytest.importorskip("torch")
     from chunlian.model.export import quantize_dir
 
-    for f in ("config.json", "vocab.txt", "couplet.onnx", "embeddings.npy"):
+    for f in ("config.json", "vocab.txt", "couplet.onnx"):
         shutil.copy(default_model_dir() / f, tmp_path / f)
     quantize_dir(tmp_path, words=2)
     ops = {n.op_type for n in onnx.load(str(tmp_path / "couplet.int8.onnx")).graph.node}

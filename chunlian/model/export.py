@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from chunlian.model.network import GPT, GPTConfig
@@ -40,13 +39,6 @@ class _Wrapped(torch.nn.Module):
         past = [(past[2 * i], past[2 * i + 1]) for i in range(len(past) // 2)]
         logits, kv = self.model(input_ids, positions, key_mask, past)
         return torch.log_softmax(logits, dim=-1), kv
-
-
-def semantic_vectors(emb: np.ndarray, dims: int = 64) -> np.ndarray:
-    """Character vectors for 横批 matching: the embedding's top principal directions, fp16."""
-    centred = emb - emb.mean(axis=0)
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)
-    return (centred @ vt[:dims].T).astype(np.float16)
 
 
 def export_graph(model: GPT, path: str | Path, fold: bool) -> Path:
@@ -103,7 +95,6 @@ def export(source: str | Path, out_dir: str | Path, quantize: bool = True, meta:
     out.mkdir(parents=True, exist_ok=True)
     export_graph(model, out / FP32, fold=False)
     tok.save(out / "vocab.txt")
-    np.save(out / "embeddings.npy", semantic_vectors(model.wte.weight.detach().numpy()))
     info = {"config": model.cfg.to_dict(), "format": FORMAT} | info | (meta or {})
     (out / "config.json").write_text(json.dumps(info, ensure_ascii=False, indent=2), encoding="utf-8")
     if quantize:

@@ -117,7 +117,7 @@ class OnnxLM:
 
         self.dir = Path(model_dir) if model_dir else default_model_dir()
         name = "couplet.int8.onnx" if precision == "int8" else "couplet.onnx"
-        for f in ("config.json", "vocab.txt", name, "embeddings.npy"):
+        for f in ("config.json", "vocab.txt", name):
             if not (self.dir / f).is_file():
                 raise self._broken(f"缺少模型文件{f}", f"missing model file {f}")
         try:
@@ -151,7 +151,6 @@ class OnnxLM:
             self.session = ort.InferenceSession(str(self.dir / name), opts, providers=["CPUExecutionProvider"])
         except Exception:  # onnxruntime's InvalidProtobuf, InvalidGraph, Fail, …
             raise self._broken(f"模型文件{name}已损坏或不完整", f"model file {name} is corrupt or truncated") from None
-        self._emb = None
         self._check_shapes()
 
     def _broken(self, zh: str, en: str) -> CoupletError:
@@ -160,7 +159,7 @@ class OnnxLM:
         )
 
     def _check_shapes(self) -> None:
-        """The vocabulary (its ``<chun>`` tag included), the graph's logits and the embeddings must agree,
+        """The vocabulary (its ``<chun>`` tag included) and the graph's logits must agree,
         or every id would name the wrong character: refuse at load time, not in the first request."""
         try:
             _, logp = self.start([[BOS]])  # also proves config.json describes this graph's KV cache
@@ -172,22 +171,6 @@ class OnnxLM:
                 f"词表有{len(self.tok)}项，模型输出{width}项",
                 f"vocab.txt has {len(self.tok)} entries, the graph {width}",
             )
-        try:
-            # only the header: nothing at serve time reads the vectors since the 横批 left them (decoding.hengpi)
-            rows = np.load(self.dir / "embeddings.npy", mmap_mode="r").shape[0]
-        except (OSError, ValueError):
-            raise self._broken("embeddings.npy 无法读取", "embeddings.npy is unreadable") from None
-        if rows != len(self.tok):
-            raise self._broken(
-                f"词表有{len(self.tok)}项，embeddings.npy 有{rows}项",
-                f"vocab.txt has {len(self.tok)} entries, embeddings.npy {rows}",
-            )
-
-    @property
-    def embeddings(self) -> np.ndarray:
-        if self._emb is None:
-            self._emb = np.load(self.dir / "embeddings.npy").astype(np.float32)
-        return self._emb
 
     def encode_prompt(self, kind: str, text, spring: bool | None = None) -> list[int]:
         """The prompt of one task; ``spring`` asks for the 春联 register (default: wish words and
