@@ -209,6 +209,7 @@ def cmd_train(args) -> None:
         args.data,
         args.out,
         minutes=args.minutes,
+        steps=args.steps,
         device=args.device,
         batch_size=args.batch_size,
         lr=args.lr,
@@ -418,6 +419,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--data", default="../shared/data")
     t.add_argument("--out", default="runs/main")
     t.add_argument("--minutes", type=float, default=100.0, help="time budget; the LR schedule follows it")
+    t.add_argument(
+        "--steps", type=int, default=None, help="a budget of steps instead of --minutes: the same run on any CPU"
+    )
     t.add_argument("--device", default="cpu")
     t.add_argument("--batch-size", type=int, default=128)
     t.add_argument("--lr", type=float, default=1.5e-3)
