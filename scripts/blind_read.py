@@ -202,13 +202,20 @@ def wishes(args) -> None:
 
 def wish_scores(args) -> None:
     key = json.loads(Path(args.key).read_text(encoding="utf-8"))
+    keep = None
+    if args.only:
+        only = {" ".join(ln.split()) for ln in Path(args.only).read_text(encoding="utf-8").splitlines() if ln.split()}
+        items = Path(args.key).with_name("items.txt").read_text(encoding="utf-8").splitlines()
+        keep = {n for n, w, _ in (ln.split("\t") for ln in items if ln.strip()) if w in only}
     scores: dict[str, list[float]] = {m: [] for m in key["models"]}
     for num, mark in (
         ln.split("\t")[:2] for ln in Path(args.answers).read_text(encoding="utf-8").splitlines() if ln.strip()
     ):
-        scores[key["models"][key["items"][num.strip()]]].append(float(mark))
-    for m, _, _ in key["unanswered"]:
-        scores[key["models"][m]].append(1.0)
+        if keep is None or num.strip() in keep:
+            scores[key["models"][key["items"][num.strip()]]].append(float(mark))
+    for m, w, _ in key["unanswered"]:
+        if keep is None or w in only:
+            scores[key["models"][m]].append(1.0)
     print(json.dumps({m: {"items": len(v), "mean": round(statistics.mean(v), 2)} for m, v in scores.items()}))
 
 
@@ -345,6 +352,7 @@ def main() -> None:
     ws = sub.add_parser("wish-scores")
     ws.add_argument("answers")
     ws.add_argument("key")
+    ws.add_argument("--only", help="a keyword file: score only the items of its wishes (items.txt beside the key)")
     ws.set_defaults(func=wish_scores)
     hp = sub.add_parser("hengpi", help="a preference read of two 横批 choosers on the same couplets")
     hp.add_argument("--base", required=True, help="the git revision whose chooser is 'a'")
