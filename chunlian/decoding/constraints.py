@@ -101,7 +101,8 @@ class VocabMasks:
         return self.free
 
     def id(self, ch: str) -> int:
-        return self.stoi[ch]
+        """A fixed character's token: a person's own rare character (馄饨) the model knows only as <unk>."""
+        return self.stoi.get(ch, self.stoi["<unk>"])
 
 
 @dataclass

@@ -178,8 +178,19 @@ def search_line(
         state, logp = yield Step(state, parents, tokens)
     score = score + logp[:, end_token]
     key = key + logp[:, end_token]
-    rows = [Row(int(g), [vm.itos[t] for t in r], float(sc), float(kk)) for g, r, sc, kk in zip(grp, ids, score, key)]
+    rows = [Row(int(g), _text(vm, specs[g], r), float(sc), float(kk)) for g, r, sc, kk in zip(grp, ids, score, key)]
     return LineResult(rows, state)
+
+
+def _text(vm: VocabMasks, spec: LineSpec, ids) -> list[str]:
+    """A row's characters; a fixed character the model reads as <unk> (a person's rare 馄) shown as given."""
+    text = [vm.itos[t] for t in ids]
+    if "<unk>" in text:
+        for pos, ch in sorted(spec.fixed.items()):
+            text[pos] = ch
+        for pos, src in sorted(spec.mirror.items()):
+            text[pos] = text[src]
+    return text
 
 
 def _largest(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

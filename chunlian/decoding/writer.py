@@ -163,7 +163,7 @@ class CoupletWriter:
         """Couplets from wish words. With a seed (换一副) they differ from ``avoid``, the couplet the person sees,
         or else from the deterministic couplet (``_another``); without one, ``avoid`` costs the deterministic
         search each character it shares at the same place."""
-        key = ("write", tuple(inputs.keywords(keywords, self.vocab, auspicious=False)), length, mode, tones, zodiac)
+        key = ("write", tuple(inputs.keywords(keywords, auspicious=False)), length, mode, tones, zodiac)
         avoid = sized_avoid(avoid, (inputs.length(length),) * 2)
         if seed is None and avoid is None:
             return self._remember(
@@ -220,9 +220,11 @@ class CoupletWriter:
         return Result((fresh + rest)[:count], res.mode, res.notice)
 
     def _write(self, keywords, length, mode, count, seed, tones, zodiac, avoid=None) -> Search:
-        # a person's wish words are theirs: a character chunlian would not write (老师 辛苦) is kept, with a notice
-        words = inputs.keywords(keywords, self.vocab, auspicious=False)
+        # a person's wish words are theirs: a character chunlian would not write (老师 辛苦) or one the model does
+        # not know (馄饨: it reads <unk>) is kept, with a notice
+        words = inputs.keywords(keywords, auspicious=False)
         ill = sorted(set("".join(words)) & prosody.inauspicious())
+        rare = [c for c in dict.fromkeys("".join(words)) if c not in self.vocab]
         n = inputs.length(length)
         got: list[Couplet] = []  # a request for three is filled from later tries, behind the first try's best
         for places, prompt in self._placements(words, n, mode, tones):
@@ -251,7 +253,7 @@ class CoupletWriter:
                     spring=True,
                     avoid=avoid,
                     relevance_weight=self.write_relevance_weight,
-                    ignore=("auspicious",) if ill else (),
+                    ignore=(("auspicious",) if ill else ()) + (("known_chars",) if rare else ()),
                     embedded=mode != "theme",
                 )
                 if len(_topped(got, found, "both")) >= count:
@@ -259,14 +261,20 @@ class CoupletWriter:
             if len(got) >= count:
                 break
         if got:
-            notice = None
+            notices = []
             if ill:
-                notice = (
+                notices.append(
                     f"「{'、'.join(ill)}」春联少用，这是您自己的吉祥词，照录不改；其余的字中不用。"
                     f" / {', '.join(ill)} is rarely written in a spring couplet; your wish words are kept "
                     f"as typed, and the rest of the couplet avoids it."
                 )
-            return Result(got[:count], "write", notice)
+            if rare:
+                notices.append(
+                    f"「{'、'.join(rare)}」是模型没学过的字，照录不改；其余的字由模型写成，未必切合它。"
+                    f" / The model has not learned {', '.join(rare)}: kept as typed, though the rest of the "
+                    f"couplet may fit it only loosely."
+                )
+            return Result(got[:count], "write", " ".join(notices) or None)
         raise CoupletError(
             "no_couplet", "没能写出合格的对联，请换几个字再试", "no couplet passed every rule; try other words"
         )
@@ -410,7 +418,7 @@ class CoupletWriter:
         or auto (spring when the line speaks of spring: ``inputs.spring_register``). With a seed,
         the written line avoids ``avoid`` (the couplet shown) or differs from the deterministic one, as in
         ``write_search``."""
-        text = inputs.line(upper, self.vocab, auspicious=False)
+        text = inputs.line(upper, auspicious=False)
         key = ("match", text, tones, zodiac, direction, lenient, register)
         avoid = sized_avoid(avoid, (len(text),) * 2)
         if seed is None and avoid is None:
@@ -440,14 +448,15 @@ class CoupletWriter:
             raise CoupletError(
                 "bad_direction", "方向只能是 auto、upper 或 lower", "direction must be auto, upper or lower"
             )
-        text = inputs.line(upper, self.vocab, auspicious=False)
+        text = inputs.line(upper, auspicious=False)
         avoid_cost = rerank.AVOID_COST if avoid else 0.0
         spring = inputs.spring_register(text, register)
         vm = self.masks(tones)
         t = prosody.line_tones(text, tones)
         # rules the given line alone can break are the person's choice, not ours to keep
         ill = sorted(set(text) & prosody.inauspicious())
-        given_rules = (("auspicious",) if ill else ()) + tuple(given)
+        rare = [c for c in dict.fromkeys(text) if c not in self.vocab and c not in PUNCT]  # read as <unk>
+        given_rules = (("auspicious",) if ill else ()) + (("known_chars",) if rare else ()) + tuple(given)
         last = max(i for i, c in enumerate(text) if c not in PUNCT)
         reverse = direction == "lower" or (direction == "auto" and t[last] == PING)
         brk = match_break(text)
@@ -517,6 +526,12 @@ class CoupletWriter:
                     f"「{'、'.join(ill)}」春联少用，这是您自己的句子，照录不改；配句中不用。"
                     f" / {', '.join(ill)} is rarely written in a spring couplet; your line is kept as "
                     f"typed, and the line written for it avoids it."
+                )
+            if rare and not lenient:
+                notices.append(
+                    f"「{'、'.join(rare)}」是模型没学过的字，照录不改；配句未必顾及它。"
+                    f" / The model has not learned {', '.join(rare)}: your line is kept as typed, though the "
+                    f"line written for it may not take it into account."
                 )
             return Result(got[:count], "reverse" if reverse else "match", " ".join(notices) or None)
         raise CoupletError(

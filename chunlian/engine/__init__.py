@@ -169,7 +169,7 @@ class Engine:
         couplet shown, which a 换一副 differs from (``CoupletWriter.write_search``)."""
         self._options(count, script)
         avoid = self._shown(avoid)
-        words = inputs.keywords(keywords, self.writer.vocab, auspicious=False)
+        words = inputs.keywords(keywords, auspicious=False)
         y = self.year(year)
         key = ("write", tuple(words), length, placement, count, seed, tones, script, y.year, avoid)
         extra = {"keywords": words, "placement": placement, "seed": seed, "tones_track": tones}
@@ -194,10 +194,11 @@ class Engine:
         avoid: tuple[str, str] | None = None,
     ) -> Future:
         """Start the other line for a given line; the future holds the answer dict (or the error).
-        A person's own line is accepted as typed (the answer's notice names characters a 春联 avoids)."""
+        A person's own line is accepted as typed (the answer's notice names characters a 春联 avoids and those
+        the model has not learned)."""
         self._options(count, script)
         avoid = self._shown(avoid)
-        text = inputs.line(upper, self.writer.vocab, auspicious=False)
+        text = inputs.line(upper, auspicious=False)
         inputs.spring_register(text, register)
         y = self.year(year)
         key = ("match", text, count, seed, tones, script, y.year, register, avoid)

@@ -26,7 +26,6 @@ MAX_BODY_BYTES = 4096
 # the rules of a couplet are beyond a JSON schema
 WELL_FORMED_REFUSALS = {
     "/api/v1/couplets": (
-        "unknown_char",
         "inauspicious",
         "repeated_char",
         "keywords_do_not_fit",
