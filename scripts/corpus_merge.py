@@ -6,7 +6,7 @@ A couplet of data/written/raw/sNN.tsv is kept only when it
 3. is no near-copy of a known line: no line of the existing corpora of the same length differs from one of its
    lines in at most one character (recitation with a word swapped);
 4. repeats no line already kept, nor comes within one character of one (a first come, first kept order over
-   sorted slice names): two writers of one theme at one length can land on nearly the same line.
+   slices in their numbered order): two writers of one theme at one length can land on nearly the same line.
 
     python scripts/corpus_merge.py            # writes the corpus and data/written/stats.json, prints the counts
 """
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     by_cat: Counter = Counter()
     themes: set[str] = set()
     kept = []
-    for raw in sorted((WRITTEN / "raw").glob("s*.tsv")):
+    for raw in sorted((WRITTEN / "raw").glob("s*.tsv"), key=lambda p: int(p.stem[1:])):  # s9 before s10
         review = read_review(WRITTEN / "review" / raw.name)
         for n, ln in enumerate(raw.read_text(encoding="utf-8").splitlines(), 1):
             if not ln.strip() or ln.startswith("#"):
