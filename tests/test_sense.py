@@ -54,6 +54,18 @@ def test_no_dog_is_written_for_another_year(writer, year):
             assert not wrong_year(c.upper + c.lower, own), (words, c.upper, c.lower)
 
 
+def test_a_wish_words_animal_is_not_made_to_name_the_year(writer):
+    """机器狗 is the person's own word, but 机器狗年 (written in a 羊 year) reads 狗年: the year chunlian writes
+    after a wish word's animal must be the year's own."""
+    assert rerank.year_slips("机器狗年开市场／春联福字贴窗花", ["机器狗"], "羊")
+    assert not rerank.year_slips("羊毫蘸墨辞旧岁／燕子衔泥筑画图", ["羊"], "马")
+    for words, zodiac in ((["机器狗"], "羊"), (["羊"], "马"), (["金牛"], "羊")):
+        for n in (5, 7):
+            for c in writer.write(words, length=n, count=3, zodiac=zodiac).couplets:
+                text = c.upper + "／" + c.lower
+                assert not any(words[0] + y in text for y in "年岁"), (words, text)
+
+
 def test_the_old_years_animal_does_not_welcome_the_spring(writer):
     """灵蛇献瑞辞旧岁 asks for the next year's animal: in 2027 (羊) the answer 骏马迎春 (the 马 year's) was written."""
     for c in writer.match("灵蛇献瑞辞旧岁", count=3, zodiac="羊").couplets:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
-from chunlian.calendar import wrong_year
+from chunlian.calendar import ANIMAL_CHARS, YEAR_WORDS, wrong_year
 from chunlian.prosody import Rule, is_han
 
 RELEVANCE_WEIGHT = 0.5  # per character of the reverse direction, beside the forward per-character score
@@ -128,10 +128,17 @@ def stock_in(text: str) -> list[str]:
 
 
 def year_slips(generated: str, words: list[str], zodiac: str) -> list[str]:
-    """``calendar.wrong_year`` on what chunlian chose: a wish word is the person's (羊 asked for in a 马 year)."""
+    """``calendar.wrong_year`` on what chunlian chose: a wish word is the person's (羊 asked for in a 马 year),
+    but a year written after its last animal names that year (机器狗 + 年 reads 狗年), which chunlian chose."""
+    masked = list(generated)
     for w in words:
-        generated = generated.replace(w, "＊" * len(w))
-    return wrong_year(generated, zodiac)
+        i = generated.find(w)
+        while i >= 0:
+            end = i + len(w)
+            named = w[-1] in ANIMAL_CHARS and generated[end : end + 1] in YEAR_WORDS
+            masked[i : end - named] = "＊" * (len(w) - named)
+            i = generated.find(w, end)
+    return wrong_year("".join(masked), zodiac)
 
 
 def sense_rules(generated: str, words: list[str], zodiac: str | None) -> list[Rule]:
