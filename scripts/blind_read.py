@@ -247,8 +247,8 @@ def hengpi(args) -> None:
 
 
 def _base_chooser(old, base: str, itos):
-    """The chooser of ``base``: before the 横批 table (6876eb0^ and older) it took the model's character vectors,
-    which that revision's weights kept in embeddings.npy; since, it takes nothing."""
+    """The chooser of ``base``: before the 横批 table (5bbc549^ and older) it took the model's character vectors,
+    which that revision's weights kept in embeddings.npy; since, it takes that revision's table."""
     import inspect
     import io
     import subprocess
@@ -256,7 +256,12 @@ def _base_chooser(old, base: str, itos):
     import numpy as np
 
     if all(p.default is not p.empty for p in inspect.signature(old.HengpiChooser).parameters.values()):
-        return old.HengpiChooser()
+        if not hasattr(old, "parse"):  # 5bbc549..6dbf577^: its table is read from this checkout
+            return old.HengpiChooser()
+        table = subprocess.run(
+            ["git", "show", f"{base}:chunlian/data/hengpi_fit.tsv"], capture_output=True, text=True, check=True
+        ).stdout
+        return old.HengpiChooser(old.parse(table))
     raw = subprocess.run(
         ["git", "show", f"{base}:chunlian/weights/embeddings.npy"], capture_output=True, check=True
     ).stdout
