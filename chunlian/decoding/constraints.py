@@ -102,7 +102,8 @@ class VocabMasks:
 
     def id(self, ch: str) -> int:
         """A fixed character's token: a person's own rare character (馄饨) the model knows only as <unk>."""
-        return self.stoi.get(ch, self.stoi["<unk>"])
+        i = self.stoi.get(ch)
+        return self.stoi["<unk>"] if i is None else i
 
 
 @dataclass

@@ -181,6 +181,18 @@ class CoupletWriter:
             )
         )
 
+    def _unlearned(self, text: str) -> list[str]:
+        """A person's characters the model has not learned, which it reads as <unk>; a model without that token
+        (a Hugging Face backend's own vocabulary) refuses them by name."""
+        rare = [c for c in dict.fromkeys(text) if c not in self.vocab and c not in PUNCT]
+        if rare and "<unk>" not in self.lm.itos:
+            raise CoupletError(
+                "unknown_char",
+                f"「{rare[0]}」是生僻字，模型不认识，请换一个字",
+                f"the model does not know the character {rare[0]!r}",
+            )
+        return rare
+
     def _remember(self, key: tuple, count: int, res: Result) -> Result:
         """Keep the deterministic best couplet of a request (the same for every count up to ``POOL``), so that a
         换一副 for the same input, which must differ from it, need not search for it again."""
@@ -224,7 +236,7 @@ class CoupletWriter:
         # not know (馄饨: it reads <unk>) is kept, with a notice
         words = inputs.keywords(keywords, auspicious=False)
         ill = sorted(set("".join(words)) & prosody.inauspicious())
-        rare = [c for c in dict.fromkeys("".join(words)) if c not in self.vocab]
+        rare = self._unlearned("".join(words))
         n = inputs.length(length)
         got: list[Couplet] = []  # a request for three is filled from later tries, behind the first try's best
         for places, prompt in self._placements(words, n, mode, tones):
@@ -455,7 +467,7 @@ class CoupletWriter:
         t = prosody.line_tones(text, tones)
         # rules the given line alone can break are the person's choice, not ours to keep
         ill = sorted(set(text) & prosody.inauspicious())
-        rare = [c for c in dict.fromkeys(text) if c not in self.vocab and c not in PUNCT]  # read as <unk>
+        rare = self._unlearned(text)
         given_rules = (("auspicious",) if ill else ()) + (("known_chars",) if rare else ()) + tuple(given)
         last = max(i for i, c in enumerate(text) if c not in PUNCT)
         reverse = direction == "lower" or (direction == "auto" and t[last] == PING)

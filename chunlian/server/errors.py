@@ -26,6 +26,7 @@ MAX_BODY_BYTES = 4096
 # the rules of a couplet are beyond a JSON schema
 WELL_FORMED_REFUSALS = {
     "/api/v1/couplets": (
+        "unknown_char",  # only from a model without <unk> (a Hugging Face backend's own vocabulary)
         "inauspicious",
         "repeated_char",
         "keywords_do_not_fit",
