@@ -181,17 +181,15 @@ class CoupletWriter:
             )
         )
 
+    def _known(self) -> set[str] | None:
+        """The characters a person's words and lines must keep to: any, for a model that reads the ones it has not
+        learned as <unk>; its own, refused by name by ``inputs``, for one without that token (a Hugging Face
+        backend's vocabulary)."""
+        return None if "<unk>" in self.lm.itos else self.vocab
+
     def _unlearned(self, text: str) -> list[str]:
-        """A person's characters the model has not learned, which it reads as <unk>; a model without that token
-        (a Hugging Face backend's own vocabulary) refuses them by name."""
-        rare = [c for c in dict.fromkeys(text) if c not in self.vocab and c not in PUNCT]
-        if rare and "<unk>" not in self.lm.itos:
-            raise CoupletError(
-                "unknown_char",
-                f"「{rare[0]}」是生僻字，模型不认识，请换一个字",
-                f"the model does not know the character {rare[0]!r}",
-            )
-        return rare
+        """A person's characters the model has not learned (it reads them as <unk>), for the notice."""
+        return [c for c in dict.fromkeys(text) if c not in self.vocab and c not in PUNCT]
 
     def _remember(self, key: tuple, count: int, res: Result) -> Result:
         """Keep the deterministic best couplet of a request (the same for every count up to ``POOL``), so that a
@@ -234,7 +232,7 @@ class CoupletWriter:
     def _write(self, keywords, length, mode, count, seed, tones, zodiac, avoid=None) -> Search:
         # a person's wish words are theirs: a character chunlian would not write (老师 辛苦) or one the model does
         # not know (馄饨: it reads <unk>) is kept, with a notice
-        words = inputs.keywords(keywords, auspicious=False)
+        words = inputs.keywords(keywords, self._known(), auspicious=False)
         ill = sorted(set("".join(words)) & prosody.inauspicious())
         rare = self._unlearned("".join(words))
         n = inputs.length(length)
@@ -460,7 +458,7 @@ class CoupletWriter:
             raise CoupletError(
                 "bad_direction", "方向只能是 auto、upper 或 lower", "direction must be auto, upper or lower"
             )
-        text = inputs.line(upper, auspicious=False)
+        text = inputs.line(upper, self._known(), auspicious=False)
         avoid_cost = rerank.AVOID_COST if avoid else 0.0
         spring = inputs.spring_register(text, register)
         vm = self.masks(tones)
