@@ -70,6 +70,28 @@ def test_a_kept_character_that_breaks_a_rule_stays_with_a_notice(api):
     assert not rules["upper_ends_ze"] and rules["lower_ends_ping"] and rules["no_repeat"]
 
 
+@pytest.mark.parametrize("upper,lower", [("馄饨__香满巷", "_______"), ("_______", "婶婶__暖万家")])
+def test_a_kept_character_the_model_has_not_learned_stays_with_a_notice(api, upper, lower):
+    """馄饨 and 婶 are outside the model's vocabulary: kept where the person locked them (they were refused with
+    unknown_char), read by the model as <unk>, and named in the notice; the rest keeps every hard rule."""
+    c, _ = api
+    r = _fill(c, upper=upper, lower=lower, count=2)
+    assert r.status_code == 200, r.text
+    d = r.json()
+    kept = upper[:2] if upper[0] != "_" else lower[:2]
+    assert kept[0] in d["notice"] and "not learned" in d["notice"]
+    for cand in d["couplets"]:
+        line = cand["upper"] if upper[0] != "_" else cand["lower"]
+        assert line.startswith(kept) and "<unk>" not in cand["upper"] + cand["lower"]
+        # every rule of a couplet (/api/v1/check refuses characters outside the model's vocabulary)
+        assert cand["hard_ok"] and prosody.check(cand["upper"], cand["lower"]).hard_ok
+    r = c.post(
+        "/api/v1/alternatives", json={"upper": "一碗馄饨香满巷", "lower": "三杯老酒暖全家", "side": "upper", "index": 4}
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["current"]["char"] == "香" and len(r.json()["alternatives"]) >= 6
+
+
 @pytest.mark.parametrize(
     "upper,lower,code",
     [

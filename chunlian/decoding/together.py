@@ -43,7 +43,8 @@ PUNCT_MISMATCH = CoupletError(
 
 def pattern(raw: str, vocab) -> tuple[str, dict[int, str], dict[int, str]]:
     """A line with open places: (the line as shown, with ``_`` for each open place; the locked characters by
-    place; the punctuation by place). Its shape is checked as a line; locked characters must be known."""
+    place; the punctuation by place). Its shape is checked as a line; locked characters must be in ``vocab``
+    where one is given (``CoupletWriter._known``: a model that reads unlearned ones as <unk> takes any)."""
     text = "".join(c for c in str(raw) if not c.isspace())
     shape = inputs.line("".join(PLACEHOLDER if c in BLANKS else c for c in text), auspicious=False)
     # ``inputs.line`` folds traditional forms and ASCII punctuation and drops a final stop: read the places off it
@@ -66,7 +67,8 @@ def pattern(raw: str, vocab) -> tuple[str, dict[int, str], dict[int, str]]:
 
 
 def _given_rules(upper: dict[int, str], lower: dict[int, str], last: int, tones: str) -> tuple[list[str], set[str]]:
-    """The hard rules the locked characters alone break, and the characters that break them."""
+    """The hard rules the locked characters alone break, and the characters that break them (those the model has
+    not learned are the caller's: ``_unlearned_notice``)."""
     rules, chars = [], set()
     if last in upper and not prosody.can_be(prosody.char_tone(upper[last], tones), ZE):
         rules.append("upper_ends_ze")
@@ -93,6 +95,16 @@ def _notice(chars: set[str]) -> str | None:
     return (
         f"「{listed}」是您保留的字，不合春联的规矩，照录不改；其余的字都守规矩。"
         f" / You kept {listed}, which breaks a rule of a 春联; it stays as you chose, and the rest keeps every rule."
+    )
+
+
+def _unlearned_notice(rare: list[str]) -> str | None:
+    if not rare:
+        return None
+    listed = "、".join(rare)
+    return (
+        f"「{listed}」是模型没学过的字，照录不改；其余的字由模型写成，未必切合它。"
+        f" / The model has not learned {', '.join(rare)}: kept as you chose, though the rest may fit it only loosely."
     )
 
 
@@ -127,10 +139,14 @@ def fill_search(
 ) -> Search:
     """The couplet with its open places written. ``avoid``: the couplet shown before (its characters at the
     open places cost, so 换下联 brings a different line)."""
-    up, lo, ufix, lfix, upunct, places = patterns(upper, lower, writer.vocab)
+    up, lo, ufix, lfix, upunct, places = patterns(upper, lower, writer._known())
     vm = writer.masks(tones)
     last = places[-1]
     given, broken = _given_rules(ufix, lfix, last, tones)
+    # a locked character the model has not learned (馄饨) is fixed as <unk> in the search and shown as kept
+    rare = writer._unlearned("".join(ufix.values()) + "".join(lfix.values()))
+    if rare:
+        given.append("known_chars")
     avoid = sized_avoid(avoid, (len(up), len(lo)))
     rng = np.random.default_rng(seed) if seed is not None else None
     if len(ufix) == len(places) or len(lfix) == len(places):  # one whole line kept: 对对子 of it
@@ -149,7 +165,10 @@ def fill_search(
             fixed=fixed,
             given=given,
         )
-        return Result(res.couplets, "fill", " ".join(n for n in (res.notice, _notice(broken)) if n) or None)
+        # _match names the kept line's unlearned characters itself; those locked in the written line are named here
+        rare_fixed = [c for c in rare if c in fixed.values() and c not in given_line]
+        notes = (res.notice, _notice(broken), _unlearned_notice(rare_fixed))
+        return Result(res.couplets, "fill", " ".join(n for n in notes if n) or None)
     runs = _runs(ufix) + _runs(lfix)
     words = sorted(runs, key=len, reverse=True)[:4]
     prompt = writer.lm.encode_prompt("keywords", words) if words else writer.lm.encode_prompt("plain", "")
@@ -186,7 +205,7 @@ def fill_search(
             embedded=False,
         )
         if found:
-            return Result(found, "fill", _notice(broken))
+            return Result(found, "fill", " ".join(n for n in (_notice(broken), _unlearned_notice(rare)) if n) or None)
     raise CoupletError(
         "no_couplet", "保留这些字写不出合格的对联，请少锁几个字", "no couplet keeps these characters; lock fewer"
     )
@@ -236,7 +255,7 @@ def alternatives_search(
     hard rule the couplet keeps (and may mend one it breaks), scored by the model over the whole couplet."""
     if side not in ("upper", "lower"):
         raise CoupletError("bad_side", "side 只能是 upper（上联）或 lower（下联）", "side must be upper or lower")
-    u, lo = (inputs.line(x, writer.vocab, auspicious=False) for x in (upper, lower))
+    u, lo = (inputs.line(x, writer._known(), auspicious=False) for x in (upper, lower))
     line = u if side == "upper" else lo
     if not 0 <= index < len(line) or line[index] in PUNCT:
         raise CoupletError(
@@ -245,8 +264,8 @@ def alternatives_search(
     vm = writer.masks(tones)
     lm = writer.lm
 
-    def tok_line(text: str) -> list[int]:  # the model's ids, through the masks' own index of its vocabulary
-        return [vm.stoi[c] for c in text]
+    def tok_line(text: str) -> list[int]:  # the model's ids, <unk> for a person's unlearned 馄
+        return [vm.id(c) for c in text]
 
     head = lm.encode_prompt("plain", "")
     before = head + tok_line(u[:index]) if side == "upper" else head + tok_line(u) + [lm.sep_id] + tok_line(lo[:index])

@@ -226,7 +226,7 @@ class Engine:
         """Start writing the open places (``_``) of a couplet a person partly keeps (``together.fill_search``)."""
         self._options(count, script)
         avoid = self._shown(avoid)
-        together.patterns(upper, lower, self.writer.vocab)  # refused now, not after waiting in the queue
+        together.patterns(upper, lower, self.writer._known())  # refused now, not after waiting in the queue
         y = self.year(year)
         key = ("fill", upper, lower, count, seed, tones, script, y.year, avoid)
         return self._request(
@@ -251,7 +251,7 @@ class Engine:
         """Start ranking other characters for one place (``together.alternatives_search``): a future of
         ``{side, index, current, alternatives}``."""
         for line in (upper, lower):
-            inputs.line(line, self.writer.vocab, auspicious=False)
+            inputs.line(line, self.writer._known(), auspicious=False)  # refused now, not after the queue
         y = self.year(year)
         return self._submit(
             together.alternatives_search(self.writer, upper, lower, side, index, tones, y.zodiac, count)

@@ -36,14 +36,14 @@ WELL_FORMED_REFUSALS = {
     "/api/v1/couplets/image.png": ("unequal",),
     "/api/v1/couplets/print.pdf": ("unequal",),
     "/api/v1/couplets/fill": (
-        "unknown_char",
+        "unknown_char",  # as above: only from a model without <unk>
         "unequal",
         "bad_punctuation",
         "nothing_locked",
         "nothing_open",
         "no_couplet",
     ),
-    "/api/v1/alternatives": ("unknown_char", "bad_index"),
+    "/api/v1/alternatives": ("unknown_char", "bad_index"),  # unknown_char: as above
     "/api/v1/share": ("unequal",),
 }
 BAD_LINE = CoupletError(
