@@ -121,6 +121,8 @@ class LineSpec:
     avoid: str = ""  # a line to differ from (换一副): its character at each free position costs
     partner: str = ""  # the other line (a lower line must not end on a numeral the upper left dangling)
     glued: dict[int, frozenset[str]] = field(default_factory=dict)  # never at this place: it would split a wish word
+    # a search's own: each free position's costs once built (``_base_cost``); not part of what the spec says
+    costs: dict[int, np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @cached_property
     def points(self) -> set[int]:
@@ -145,7 +147,7 @@ class LineSpec:
 def _base_cost(vm: VocabMasks, spec: LineSpec, pos: int) -> np.ndarray:
     """What a free position allows before looking at the row's own characters, as costs (cached on the spec;
     the part every request of a year shares, on ``vm``)."""
-    cache = spec.__dict__.setdefault("_base_cost", {})
+    cache = spec.costs
     if pos not in cache:
         if pos == spec.last:
             key = ("end", spec.end_tone, spec.partner.rstrip(PUNCT).endswith(tuple(DANGLING_NUMERALS)))
@@ -154,9 +156,7 @@ def _base_cost(vm: VocabMasks, spec: LineSpec, pos: int) -> np.ndarray:
         else:
             key = ("free",)
         m = vm.shared_cost(key, spec.zodiac).copy()
-        if "_forbidden" not in spec.__dict__:
-            spec.__dict__["_forbidden"] = [vm.stoi[c] for c in spec.forbidden if c in vm.stoi]
-        m[spec.__dict__["_forbidden"]] = NEG
+        m[[vm.stoi[c] for c in spec.forbidden if c in vm.stoi]] = NEG
         glued = spec.glued.get(pos)
         if glued:
             m[[vm.stoi[c] for c in glued if c in vm.stoi]] = NEG
