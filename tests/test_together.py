@@ -155,6 +155,8 @@ def test_cli_fills_and_lists_alternatives(capsys):
     assert "横批：" in capsys.readouterr().out
     assert main(["alternatives", UPPER, LOWER, "--lower-at", "9"]) == 2
     assert "第9个位置" in capsys.readouterr().err
+    assert main(["alternatives", UPPER, LOWER, "--lower-at", "7", "--count", "40"]) == 2  # the API's limit, 24
+    assert "24" in capsys.readouterr().err
 
 
 # -- the page, as a person clicks ---------------------------------------------------------------------------------

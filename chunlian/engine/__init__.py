@@ -250,6 +250,9 @@ class Engine:
     ) -> Future:
         """Start ranking other characters for one place (``together.alternatives_search``): a future of
         ``{side, index, current, alternatives}``."""
+        if not 1 <= count <= together.MAX_ALTERNATIVES:
+            n = together.MAX_ALTERNATIVES
+            raise CoupletError("bad_count", f"候选字数须为1到{n}", f"count must be 1 to {n}")
         for line in (upper, lower):
             inputs.line(line, self.writer._known(), auspicious=False)  # refused now, not after the queue
         y = self.year(year)

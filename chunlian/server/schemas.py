@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from chunlian import calendar
-from chunlian.decoding import inputs
+from chunlian.decoding import inputs, together
 from chunlian.engine import MAX_COUNT
 from chunlian.errors import CoupletError
 
@@ -194,7 +194,7 @@ class AlternativesRequest(BaseModel):
     index: Annotated[int, Integral] = Field(
         ..., ge=0, le=inputs.MAX_LINE - 1, description="its place in that line, from 0 (punctuation counts)"
     )
-    count: Annotated[int, Integral] = Field(12, ge=1, le=24)
+    count: Annotated[int, Integral] = Field(12, ge=1, le=together.MAX_ALTERNATIVES)
     tones: Literal["xin", "pingshui"] = "xin"
     script: Literal["simplified", "traditional"] = Field("simplified", description="of the characters answered")
     year: Annotated[int | None, Integral] = Field(None, ge=calendar.MIN_YEAR, le=calendar.MAX_YEAR)
