@@ -17,6 +17,8 @@ import pytest
 import yaml
 from ops_support import DEPLOY, ROOT, free_port, need, serving, wait_for
 
+from chunlian.engine.metrics import MODES
+
 RULES = sorted((DEPLOY / "rules").glob("*.yml"))
 DASHBOARD = DEPLOY / "grafana" / "dashboards" / "chunlian.json"
 
@@ -135,7 +137,10 @@ def test_prometheus_scrapes_chunlian_and_every_rule_and_panel_has_data(prometheu
             r = http.post("/api/v1/couplets", json=body)
             assert r.status_code == 200, r.text
             modes.add(r.json()["mode"])
-    assert modes == {"write", "match", "reverse"}
+        r = http.post("/api/v1/couplets/fill", json={"upper": "春回__千山秀", "lower": "_______", "count": 1})
+        assert r.status_code == 200, r.text
+        modes.add(r.json()["mode"])
+    assert modes == set(MODES)
 
     rules = _recording_rules()
     for name in rules:  # data, and once the requests have been scraped, non-zero rates
@@ -147,7 +152,7 @@ def test_prometheus_scrapes_chunlian_and_every_rule_and_panel_has_data(prometheu
         return {s["metric"]["mode"]: float(s["value"][1]) for s in got}
 
     wait_for(lambda: all(math.isfinite(v) for v in p99().values()), 30, "p99 of every mode")
-    assert set(p99()) == {"write", "match", "reverse"}
+    assert set(p99()) == set(MODES)
     assert all(0 < v <= 10 for v in p99().values()), p99()
     (hit,) = _query(api, "job:chunlian_cache_hit:ratio_rate5m")
     assert 0 < float(hit["value"][1]) < 1, hit  # one hit among five requests

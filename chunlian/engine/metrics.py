@@ -13,6 +13,7 @@ ROW_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 # full), timeout (past request_timeout_s), not_ready (not warmed yet, or the batch worker dead) and shutting_down
 # (draining for SIGTERM); each is exported from the start at 0, so a rate over it reads 0, not "no data"
 REJECT_REASONS = ("overloaded", "timeout", "not_ready", "shutting_down")
+MODES = ("write", "match", "reverse", "fill")  # a couplet answer's ``mode``, the latency histogram's label
 
 
 class Metrics:
@@ -22,7 +23,7 @@ class Metrics:
         self.latency = Histogram(
             "chunlian_request_latency_seconds", "Request latency by mode", ["mode"], buckets=LATENCY_BUCKETS, registry=r
         )
-        for mode in ("write", "match", "reverse"):  # exported from the start: the first request counts in rates
+        for mode in MODES:  # exported from the start: the first request counts in rates
             self.latency.labels(mode)
         self.batch_rows = Histogram(
             "chunlian_model_batch_rows", "Rows in one model call", buckets=ROW_BUCKETS, registry=r

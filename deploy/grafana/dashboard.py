@@ -27,7 +27,7 @@ DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
 PANELS: list[tuple[str, str, str, list[tuple[str, str]], dict[str, str]]] = [
     (
         "Latency quantiles by mode",
-        "p50, p95 and p99 of couplet request latency over 5 minutes, by mode (write, match, reverse); cache hits "
+        "p50, p95 and p99 of couplet request latency over 5 minutes, by mode (write, match, reverse, fill); cache hits "
         "included. Alert ChunlianLatencyP99High fires at p99 over 2.5 s for 5 minutes.",
         "s",
         [
