@@ -14,8 +14,8 @@ JSON keys (``chunlian eval --json``):
   hengpi_repeats (a 横批 written inside a line), year, elapsed_s
 Rates are fractions in [0, 1]. hard_pass_rate, rhythm, repeat and distinct-2 are over the couplets
 returned (a returned couplet that broke a hard rule would count against it); failures are counted
-apart in ``failed``. Given lines may hold characters a 春联 avoids (lenient input); the generated
-line never does.
+apart in ``failed``. Given lines and wish words may hold characters a 春联 avoids (the person's own, kept with a
+notice); what chunlian writes never does, and only that is counted.
 """
 
 from __future__ import annotations
@@ -139,6 +139,16 @@ def repeated_spans(couplets: list[tuple[str, str]], most: int = 3) -> dict[str, 
     return {s: n for s, n in count.most_common() if n > most}
 
 
+def _persons_own(words: list[str], text: str) -> tuple[str, ...]:
+    """The hard rules only a person's own wish words break (脱贫: 贫 is theirs, kept with a notice): not counted
+    against the couplet, so long as what chunlian wrote around them keeps the rule."""
+    ill = prosody.inauspicious()
+    rest = text
+    for w in words:
+        rest = rest.replace(w, "")
+    return ("auspicious",) if set("".join(words)) & ill and not set(rest) & ill else ()
+
+
 def eval_keywords(engine, path, limit=None, tones="xin", length=7, out=None, progress=None, year=None) -> dict:
     t0 = time.time()
     groups = [ln.split() for ln in Path(path).read_text(encoding="utf-8").splitlines() if ln.strip()]
@@ -150,7 +160,7 @@ def eval_keywords(engine, path, limit=None, tones="xin", length=7, out=None, pro
         tally.n += 1
         try:
             c = engine.writer.write(words, length=length, count=1, tones=tones, zodiac=y.zodiac).couplets[0]
-            tally.add(c.upper, c.lower, tones)
+            tally.add(c.upper, c.lower, tones, ignore=_persons_own(words, c.upper + c.lower))
             present += all(w in c.upper or w in c.lower for w in words)
             made.append((c.upper, c.lower))
             lines.append(f"{' '.join(words)}\t{c.upper}\t{c.lower}\t{c.horizontal}")

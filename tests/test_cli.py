@@ -99,9 +99,9 @@ def test_eval_pairs_json_and_out_file(tmp_path):
 
 def test_eval_keywords(tmp_path):
     kw = tmp_path / "kw.txt"
-    kw.write_text("如意\n吉祥 平安\n", encoding="utf-8")
+    kw.write_text("如意\n吉祥 平安\n脱贫\n", encoding="utf-8")  # 贫: the person's own, kept with a notice
     d = json.loads(run("eval", "--keywords", str(kw), "--json", check=True).stdout)
-    assert d["n"] == 2 and d["keyword_presence_rate"] == 1.0 and d["hard_pass_rate"] == 1.0
+    assert d["n"] == 3 and d["keyword_presence_rate"] == 1.0 and d["hard_pass_rate"] == 1.0
 
 
 def test_year_command():
