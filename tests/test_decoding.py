@@ -153,7 +153,7 @@ def test_zodiac_phrases_only_in_their_year(writer):
         ("hello", "not_chinese"),
         ("😀", "not_chinese"),
         ("如意\x07", "control_char"),
-        ("如意吉祥平安", "keyword_too_long"),
+        ("如意吉祥平安康", "keyword_too_long"),
         ("春 福 喜 安 乐", "too_many_keywords"),
         ("春 春", "repeated_char"),
     ],
@@ -163,6 +163,23 @@ def test_bad_wish_words_give_a_clear_bilingual_error(writer, bad, code):
         writer.write(bad)
     assert ei.value.code == code
     assert ei.value.zh and ei.value.en and " / " in str(ei.value)
+
+
+@pytest.mark.parametrize("word,length", [("心理咨询师", 7), ("新能源汽车", 9), ("马拉松运动员", 7)])
+def test_a_trade_of_five_or_six_characters_gets_a_couplet(writer, word, length):
+    """Words people type for a trade or a thing run past four characters (心理咨询师: refused with
+    keyword_too_long before); each is written whole, in form."""
+    res = writer.write([word], length=length, count=2, zodiac="羊")
+    assert len(res.couplets) == 2
+    for c in res.couplets:
+        assert word in c.upper or word in c.lower
+        _assert_form(c.upper, c.lower)
+
+
+def test_a_word_longer_than_the_line_allows_is_refused_clearly(writer):
+    with pytest.raises(CoupletError) as ei:
+        writer.write(["马拉松运动员"], length=5)
+    assert ei.value.code == "keywords_do_not_fit" and "5" in ei.value.zh
 
 
 def test_a_character_the_model_has_not_learned_is_kept_with_a_notice(writer):

@@ -85,7 +85,7 @@ def client(api):
         ({"upper": "春回大地 千山秀"}, "bad_line"),  # the engine would drop the space; the schema says no
         ({"upper": "春，回"}, "line_length"),
         ({"keywords": ["如意/飞跃"]}, "bad_keyword"),
-        ({"keywords": ["如意吉祥平安"]}, "keyword_too_long"),
+        ({"keywords": ["如意吉祥平安康"]}, "keyword_too_long"),
         ({"keywords": ["一", "二", "三", "四", "五"]}, "too_many_keywords"),
         ({"keywords": ["如意"], "count": "3"}, "bad_request"),  # strict: "3" is not an integer
         ({"keywords": ["如意"], "year": 1900}, "bad_request"),

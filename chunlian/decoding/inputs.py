@@ -14,7 +14,9 @@ from chunlian.errors import CoupletError
 from chunlian.prosody import inauspicious, is_han
 
 LENGTHS = (5, 7, 9, 11)
-MAX_KEYWORDS, MAX_KEYWORD_CHARS = 4, 4
+# a wish word of five or six characters names a trade or a thing (心理咨询师, 马拉松运动员): it is written whole where the
+# line leaves room (placement says where it does not); four was the limit until 2026-12-03
+MAX_KEYWORDS, MAX_KEYWORD_CHARS = 4, 6
 MIN_LINE, MAX_LINE = 4, 24
 CLAUSE_PUNCT = "，；、"
 _ASCII_PUNCT = {",": "，", ";": "；", "、": "、", "，": "，", "；": "；"}
@@ -70,7 +72,7 @@ def _reject_chars(text: str, vocab, auspicious: bool = True) -> None:
 
 
 def keywords(raw: str | list[str], vocab=None, auspicious: bool = True) -> list[str]:
-    """1–4 wish words of 1–4 characters, no word given twice.
+    """1–4 wish words of 1–6 characters, no word given twice.
 
     ``auspicious=False`` lets a character a 春联 avoids through (老师 辛苦): the words are the person's own."""
     parts = raw if isinstance(raw, list) else [raw]
