@@ -18,7 +18,15 @@ from chunlian import prosody
 from chunlian.calendar import ALIASES, ANIMAL_CHARS, previous_animal
 from chunlian.decoding import inputs, placement, rerank
 from chunlian.decoding.search import Score, Search, Start
-from chunlian.decoding.writer import CoupletWriter, Result, _Plan, clause_break, sized_avoid, with_break
+from chunlian.decoding.writer import (
+    CoupletWriter,
+    Result,
+    _Plan,
+    clause_break,
+    sized_avoid,
+    unlearned_notice,
+    with_break,
+)
 from chunlian.errors import CoupletError
 from chunlian.prosody import PING, PUNCT, ZE
 
@@ -68,7 +76,7 @@ def pattern(raw: str, vocab) -> tuple[str, dict[int, str], dict[int, str]]:
 
 def _given_rules(upper: dict[int, str], lower: dict[int, str], last: int, tones: str) -> tuple[list[str], set[str]]:
     """The hard rules the locked characters alone break, and the characters that break them (those the model has
-    not learned are the caller's: ``_unlearned_notice``)."""
+    not learned are the caller's: ``writer.unlearned_notice``)."""
     rules, chars = [], set()
     if last in upper and not prosody.can_be(prosody.char_tone(upper[last], tones), ZE):
         rules.append("upper_ends_ze")
@@ -95,16 +103,6 @@ def _notice(chars: set[str]) -> str | None:
     return (
         f"「{listed}」是您保留的字，不合春联的规矩，照录不改；其余的字都守规矩。"
         f" / You kept {listed}, which breaks a rule of a 春联; it stays as you chose, and the rest keeps every rule."
-    )
-
-
-def _unlearned_notice(rare: list[str]) -> str | None:
-    if not rare:
-        return None
-    listed = "、".join(rare)
-    return (
-        f"「{listed}」是模型没学过的字，照录不改；其余的字由模型写成，未必切合它。"
-        f" / The model has not learned {', '.join(rare)}: kept as you chose, though the rest may fit it only loosely."
     )
 
 
@@ -167,7 +165,7 @@ def fill_search(
         )
         # _match names the kept line's unlearned characters itself; those locked in the written line are named here
         rare_fixed = [c for c in rare if c in fixed.values() and c not in given_line]
-        notes = (res.notice, _notice(broken), _unlearned_notice(rare_fixed))
+        notes = (res.notice, _notice(broken), rare_fixed and unlearned_notice(rare_fixed))
         return Result(res.couplets, "fill", " ".join(n for n in notes if n) or None)
     runs = _runs(ufix) + _runs(lfix)
     words = sorted(runs, key=len, reverse=True)[:4]
@@ -205,7 +203,9 @@ def fill_search(
             embedded=False,
         )
         if found:
-            return Result(found, "fill", " ".join(n for n in (_notice(broken), _unlearned_notice(rare)) if n) or None)
+            return Result(
+                found, "fill", " ".join(n for n in (_notice(broken), rare and unlearned_notice(rare)) if n) or None
+            )
     raise CoupletError(
         "no_couplet", "保留这些字写不出合格的对联，请少锁几个字", "no couplet keeps these characters; lock fewer"
     )

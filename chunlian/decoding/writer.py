@@ -279,11 +279,7 @@ class CoupletWriter:
                     f"as typed, and the rest of the couplet avoids it."
                 )
             if rare:
-                notices.append(
-                    f"「{'、'.join(rare)}」是模型没学过的字，照录不改；其余的字由模型写成，未必切合它。"
-                    f" / The model has not learned {', '.join(rare)}: kept as typed, though the rest of the "
-                    f"couplet may fit it only loosely."
-                )
+                notices.append(unlearned_notice(rare))
             return Result(got[:count], "write", " ".join(notices) or None)
         raise CoupletError(
             "no_couplet", "没能写出合格的对联，请换几个字再试", "no couplet passed every rule; try other words"
@@ -648,6 +644,16 @@ class CoupletWriter:
         ]
         scores = yield Score([seq for seq, _ in jobs], [k for _, k in jobs])
         return [float(s) / (len(seq) - k) for s, (seq, k) in zip(scores, jobs)]
+
+
+def unlearned_notice(rare: list[str]) -> str:
+    """The notice for a person's characters the model has not learned, kept where they put them (wish words, a
+    fill pattern's locked characters)."""
+    return (
+        f"「{'、'.join(rare)}」是模型没学过的字，照录不改；其余的字由模型写成，未必切合它。"
+        f" / The model has not learned {', '.join(rare)}: kept as typed, though the rest of the "
+        f"couplet may fit it only loosely."
+    )
 
 
 def _topped(got: list[Couplet], found: list[Couplet], vary: str) -> list[Couplet]:
