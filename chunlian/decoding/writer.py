@@ -604,9 +604,7 @@ class CoupletWriter:
         def pick(cands, k):
             chosen: list[Couplet] = []
             for c in sorted(cands, key=lambda c: (not fresh(c), -c.score)):
-                if all(
-                    (vary == "lower" or c.upper != d.upper) and (vary == "upper" or c.lower != d.lower) for d in chosen
-                ):
+                if all(_distinct(c, d, vary) for d in chosen):
                     chosen.append(c)
                 if len(chosen) == k:
                     break
@@ -660,9 +658,14 @@ def _topped(got: list[Couplet], found: list[Couplet], vary: str) -> list[Couplet
     """``got`` with a later try's candidates added where they repeat none of its written lines: a request for
     three that the first placements or the strict search fill only in part is topped up by the next."""
     for c in found:
-        if all((vary == "lower" or c.upper != d.upper) and (vary == "upper" or c.lower != d.lower) for d in got):
+        if all(_distinct(c, d, vary) for d in got):
             got.append(c)
     return got
+
+
+def _distinct(c: Couplet, d: Couplet, vary: str) -> bool:
+    """Whether ``c`` repeats none of ``d``'s written lines (``vary``: which lines chunlian wrote)."""
+    return (vary == "lower" or c.upper != d.upper) and (vary == "upper" or c.lower != d.lower)
 
 
 def _same(a: placement.Placement, b: placement.Placement) -> bool:
