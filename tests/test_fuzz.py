@@ -120,7 +120,7 @@ def test_rule_checker_reports_on_any_two_strings(upper, lower, track, known):
 @FUZZ
 @given(TEXT, TEXT, st.one_of(st.sampled_from(prosody.TRACKS), SHORT))
 def test_check_couplet_reports_or_refuses(upper, lower, track):
-    d = answers_or_refuses(check_couplet, upper, lower, track, vocab())
+    d = answers_or_refuses(check_couplet, upper, lower, track)
     if d is not None:
         assert track in prosody.TRACKS and {"upper", "lower", "rules", "hard_ok"} <= d.keys()
 

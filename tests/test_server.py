@@ -84,6 +84,14 @@ def test_check_and_year(client):
     assert client.get("/api/v1/year", params={"year": 2026}).json()["zodiac"] == "马"
 
 
+def test_a_persons_couplet_is_not_failed_for_characters_the_model_has_not_learned(client, engine):
+    upper, lower = "馄饨香飘千户巷", "饺子暖透万人家"
+    assert {"馄", "饨"} - engine.writer.vocab == {"馄", "饨"}  # what this test is about
+    d = client.post("/api/v1/check", json={"upper": upper, "lower": lower}).json()
+    assert d["hard_ok"] is True, [r["message"] for r in d["rules"] if not r["passed"]]
+    assert d["tones"]["upper"][:2] == "平平"  # their tones are read all the same
+
+
 def test_page_is_served_and_loads_nothing_off_the_machine(client):
     html = client.get("/").text
     assert "开门见喜" in html and "http://" not in html and "https://" not in html

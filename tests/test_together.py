@@ -83,7 +83,7 @@ def test_a_kept_character_the_model_has_not_learned_stays_with_a_notice(api, upp
     for cand in d["couplets"]:
         line = cand["upper"] if upper[0] != "_" else cand["lower"]
         assert line.startswith(kept) and "<unk>" not in cand["upper"] + cand["lower"]
-        # every rule of a couplet (/api/v1/check refuses characters outside the model's vocabulary)
+        # every rule of a couplet, the kept characters' own included
         assert cand["hard_ok"] and prosody.check(cand["upper"], cand["lower"]).hard_ok
     r = c.post(
         "/api/v1/alternatives", json={"upper": "一碗馄饨香满巷", "lower": "三杯老酒暖全家", "side": "upper", "index": 4}

@@ -341,9 +341,6 @@ class Engine:
     def match(self, *args, **kwargs) -> dict:
         return self._wait(self.submit_match(*args, **kwargs))
 
-    def check(self, upper: str, lower: str, tones: str = "xin") -> dict:
-        return check_couplet(upper, lower, tones, self.writer.vocab)
-
     # -- plumbing ----------------------------------------------------------------------------
     def _wait(self, fut: Future) -> dict:
         try:
@@ -429,15 +426,12 @@ def _ms(t: float) -> float:
     return round((time.perf_counter() - t) * 1000, 2)
 
 
-def check_couplet(upper: str, lower: str, tones: str = "xin", vocab=None) -> dict:
-    """The rule report for a couplet a person wrote; needs no model (only its character list)."""
+def check_couplet(upper: str, lower: str, tones: str = "xin") -> dict:
+    """The rule report for a couplet a person wrote; needs no model. Their couplet is theirs: characters the model
+    has not learned (馄饨) are no fault of it, so the model's vocabulary is not one of its rules (it is one of the
+    written candidates', and of the written corpus's: scripts/corpus_check.py)."""
     if tones not in prosody.TRACKS:
         raise CoupletError("bad_tones", "平仄只能选 xin（新韵）或 pingshui（平水韵）", "tones must be xin or pingshui")
-    if vocab is None:
-        from chunlian.model.runtime import default_model_dir
-
-        path = default_model_dir() / "vocab.txt"
-        vocab = set(path.read_text(encoding="utf-8").split()) if path.exists() else None
     u, l = inputs.pair(upper, lower)
-    rep = prosody.check(u, l, tones, vocab)
+    rep = prosody.check(u, l, tones)
     return {"upper": u, "lower": l} | rep.to_dict()

@@ -93,7 +93,8 @@ def add_routes(app: FastAPI, state: dict) -> None:
         responses=responses(CHECK_422, "the model still warming up (code not_ready) or shutting down (shutting_down)"),
     )
     def check(req: CheckRequest):
-        return check_couplet(req.upper, req.lower, req.tones, ready_engine(state).writer.vocab)
+        ready_engine(state)  # answered as every route is through a start and a drain, though it needs no model
+        return check_couplet(req.upper, req.lower, req.tones)
 
     @app.get(
         "/api/v1/year",
