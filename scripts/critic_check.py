@@ -30,8 +30,11 @@ import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+from reward_head import layer_states  # noqa: E402
+
 from chunlian.model.export import FP32, load_exported  # noqa: E402
-from chunlian.model.prefer import _completion, _prompt, padded  # noqa: E402
+from chunlian.model.prefer import _completion, _prompt  # noqa: E402
 
 WRITTEN = ROOT / "data" / "written" / "chunlian_written.tsv"
 
@@ -121,15 +124,8 @@ def main() -> None:
 
     def score(batch) -> torch.Tensor:
         seqs, starts = [b[0] for b in batch], [b[1] for b in batch]
-        idx, mask, positions = padded(seqs)
-        T = idx.shape[1]
-        x = model.wte(idx) + model.wpe(positions)
-        allowed = torch.ones(T, T, dtype=torch.bool).tril().unsqueeze(0) & (mask > 0.5).unsqueeze(1)
-        bias = torch.zeros(len(seqs), 1, T, T).masked_fill(~allowed.unsqueeze(1), -1e4)
-        for blk in model.blocks:
-            x, _, _ = blk(x, bias)
-        h = model.ln_f(x)
-        keep = torch.zeros(len(seqs), T)
+        _, _, h = layer_states(model, seqs)
+        keep = torch.zeros(len(seqs), h.shape[1])
         for i, (s, k) in enumerate(zip(seqs, starts)):
             keep[i, k : len(s)] = 1.0
         return head((h * keep.unsqueeze(-1)).sum(1) / keep.sum(1, keepdim=True)).squeeze(-1)

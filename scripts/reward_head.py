@@ -34,19 +34,25 @@ from chunlian.model.prefer import _completion, _prompt, padded  # noqa: E402
 ROUNDS = ["r1", "r2", "r3", "r4"]
 
 
-def couplet_features(model, seqs: list[list[int]], starts: list[int]) -> np.ndarray:
-    """Per sequence: final mean state, end state, middle layer's mean state, log-prob per token (mean, min)."""
+def layer_states(model, seqs: list[list[int]]) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor]:
+    """Padded sequences run from their start: their ids (B,T), each block's output, and the final normalised states
+    (B,T,C), without the output projection (scripts/critic_check.py trains through them)."""
     idx, mask, pos = padded(seqs)
     T = idx.shape[1]
+    x = model.wte(idx) + model.wpe(pos)
+    allowed = torch.ones(T, T, dtype=torch.bool).tril().unsqueeze(0) & (mask > 0.5).unsqueeze(1)
+    bias = torch.zeros(len(seqs), 1, T, T).masked_fill(~allowed.unsqueeze(1), -1e4)
+    states = []
+    for blk in model.blocks:
+        x, _, _ = blk(x, bias)
+        states.append(x)
+    return idx, states, model.ln_f(x)
+
+
+def couplet_features(model, seqs: list[list[int]], starts: list[int]) -> np.ndarray:
+    """Per sequence: final mean state, end state, middle layer's mean state, log-prob per token (mean, min)."""
     with torch.no_grad():
-        x = model.wte(idx) + model.wpe(pos)
-        allowed = torch.ones(T, T, dtype=torch.bool).tril().unsqueeze(0) & (mask > 0.5).unsqueeze(1)
-        bias = torch.zeros(len(seqs), 1, T, T).masked_fill(~allowed.unsqueeze(1), -1e4)
-        states = []
-        for blk in model.blocks:
-            x, _, _ = blk(x, bias)
-            states.append(x)
-        h = model.ln_f(x)
+        idx, states, h = layer_states(model, seqs)
         logp = torch.log_softmax(h @ model.wte.weight.t(), -1)
     mid = states[len(states) // 2]
     out = []
