@@ -93,7 +93,7 @@ def add_routes(app: FastAPI, state: dict) -> None:
         responses=responses(CHECK_422, "the model still warming up (code not_ready) or shutting down (shutting_down)"),
     )
     def check(req: CheckRequest):
-        ready_engine(state)  # answered as every route is through a start and a drain, though it needs no model
+        ready_engine(state)  # refused while starting or draining, as every route is, though it needs no model
         return check_couplet(req.upper, req.lower, req.tones)
 
     @app.get(
