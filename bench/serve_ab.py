@@ -9,7 +9,11 @@ round and side, in order A B, then B A, so that drift within the run hits both a
 - three loads, each at one client (p50, p95; three candidates, as the page asks) and at 32 clients (couplets/s;
   one candidate):
   - ``unique``: deterministic requests never asked before (every one a cache miss);
-  - ``seeded``: 换一副 requests (a seed each), never asked before;
+  - ``seeded``: 换一副 requests (a seed each, no ``avoid``) of inputs this server never wrote: each must also find
+    the deterministic couplet it differs from;
+  - ``again``: the same 换一副 requests, each after its input's first view (the deterministic couplet, asked
+    before the timing starts and not timed), as a person asks for another couplet after seeing one: an API client
+    that sends no ``avoid``, answered by the server that showed the first;
   - ``shown``: the same, each with the couplet it would have been shown (``avoid``), as the page's 换一副 sends
     since 2026-12-02, of inputs this server never wrote (another replica's first view, or one before a restart);
     a side that does not read ``avoid`` ignores it. The couplets are taken once, before the rounds, from a server
@@ -70,7 +74,7 @@ def requests_for(load: str, n: int, count: int, seed: int, shown: dict | None = 
     rng.shuffle(words)
     if load == "unique":
         return [{"keywords": words[i % len(words)], "length": LENGTHS[i % 4], "count": count} for i in range(n)]
-    if load in ("seeded", "shown"):
+    if load in ("seeded", "again", "shown"):
         out = [
             {"keywords": words[i % len(words)], "length": 7, "count": count, "seed": rng.randrange(2**31)}
             for i in range(n)
@@ -171,7 +175,13 @@ async def _run(port: int, bodies: list[dict], clients: int) -> tuple[list[float]
         return lat, errors, time.perf_counter() - t0
 
 
-LOADS = ("unique", "seeded", "mix", "shown", "page")
+LOADS = ("unique", "seeded", "mix", "shown", "page", "again")
+
+
+def first_views(bodies: list[dict]) -> list[dict]:
+    """The deterministic first view of each 换一副's input, as the page asks it (three candidates)."""
+    seen = {(tuple(b["keywords"]), b["length"]) for b in bodies}
+    return [{"keywords": list(w), "length": n, "count": 3} for w, n in sorted(seen)]
 
 
 def shown_couplets(checkout: Path, args) -> dict:
@@ -205,9 +215,12 @@ def measure(checkout: Path, args, rnd: int, shown: dict) -> dict:
         out["rss_ready_mib"] = rss_mib(srv.proc.pid)
         for load in args.loads:
             seed = args.seed + rnd
-            lat, err1, _ = asyncio.run(_run(srv.port, requests_for(load, args.requests, 3, seed, shown), 1))
-            q = statistics.quantiles(lat, n=20)
+            one = requests_for(load, args.requests, 3, seed, shown)
             bodies = requests_for(load, args.requests * 4, 1, seed, shown)
+            if load == "again":  # the first views, untimed
+                asyncio.run(_run(srv.port, first_views(one + bodies), 32))
+            lat, err1, _ = asyncio.run(_run(srv.port, one, 1))
+            q = statistics.quantiles(lat, n=20)
             many, err32, wall = asyncio.run(_run(srv.port, bodies, 32))
             out[load] = {
                 "p50_ms": statistics.median(lat),
