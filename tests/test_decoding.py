@@ -3,6 +3,7 @@
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from model_support import Counting
 
 from chunlian.errors import CoupletError
 from chunlian.prosody import check, line_tones, rhythm_points
@@ -300,20 +301,6 @@ def test_a_line_that_ends_on_a_count_may_be_answered_with_one(writer):
     three = vm.stoi["三"]  # level (平), so only the count rule can strike it at a lower line's end
     assert _base_cost(vm, LineSpec(4, PING, partner="春风化雨"), 3)[three] == NEG
     assert _base_cost(vm, LineSpec(4, PING, partner="一二三四"), 3)[three] == 0
-
-
-class Counting:
-    """A model that counts its searches (each starts with the prompts)."""
-
-    def __init__(self, lm):
-        self.lm, self.starts = lm, 0
-
-    def __getattr__(self, name):
-        return getattr(self.lm, name)
-
-    def start(self, prompts):
-        self.starts += 1
-        return self.lm.start(prompts)
 
 
 @pytest.mark.parametrize("kind", ["write", "match"])

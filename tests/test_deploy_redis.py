@@ -9,6 +9,7 @@ import subprocess
 import time
 
 import pytest
+from model_support import Counting
 from ops_support import free_port, need, wait_for
 
 from chunlian.engine import Engine, Settings
@@ -51,8 +52,8 @@ def test_two_replicas_share_answers_through_redis(engine, redis_url):
     assert isinstance(a.cache, RedisCache) and a.cache.prefix == b.cache.prefix
     first = a.write(["安康"], count=2, seed=21)
     a.cache.flush()
-    keys = client.keys("chunlian:*")
-    assert len(keys) == 1 and 55_000 < client.pttl(keys[0]) <= 60_000  # expires with cache_ttl_s
+    keys = client.keys("chunlian:*")  # the answer, and the deterministic couplet it differs from
+    assert len(keys) == 2 and all(55_000 < client.pttl(k) <= 60_000 for k in keys)  # expire with cache_ttl_s
     second = b.write(["安康"], count=2, seed=21)  # the other replica: answered from Redis
     assert not first["cached"] and second["cached"]
     assert [(c["upper"], c["lower"], c["horizontal"]) for c in second["couplets"]] == [
@@ -67,6 +68,44 @@ def test_two_replicas_share_answers_through_redis(engine, redis_url):
     assert not b.match("春回大地千山秀", count=1)["cached"]
     b.cache.flush()
     assert a.match("春回大地千山秀", count=1)["cached"]
+
+
+@pytest.mark.parametrize("kind", ["write", "match"])
+def test_another_couplet_from_another_replica_costs_one_search_and_is_the_same(engine, redis_url, kind):
+    """A person is shown a first couplet by one replica and asks another for 换一副 without sending it (an API
+    client): that replica finds the first in Redis instead of writing it again, and answers what a replica that
+    wrote it answers. A replica that had to write the first for a 换一副 leaves it for the others too."""
+    from chunlian.decoding import rerank
+
+    url, _, _ = redis_url
+    inputs = {"write": (["飞跃"], ["如意"]), "match": ("春回大地千山秀", "东风送暖花千树")}[kind]
+
+    def run(eng, seed, which=0, count=3):
+        if kind == "write":
+            return eng.write(inputs[which], length=7, count=count, seed=seed)
+        return eng.match(inputs[which], count=count, seed=seed)
+
+    def couplets(ans):
+        return [(c["upper"], c["lower"]) for c in ans["couplets"]]
+
+    alone = Counting(engine.lm)
+    expected = run(_engine(alone, cache_size=0), 11)  # no cache: the first is written beside the sample
+    shown = _engine(engine.lm, redis_url=url)
+    first = run(shown, None)
+    shown.cache.flush()
+    other = Counting(engine.lm)
+    another = run(_engine(other, redis_url=url), 11)
+    assert couplets(another) == couplets(expected)
+    assert other.starts < alone.starts
+    written = (lambda c: c["upper"] + c["lower"]) if kind == "write" else (lambda c: c["lower"])
+    assert rerank.changed(written(another), written(first)) >= rerank.VARIED
+    # a replica that wrote the first for a 换一副 of its own shares it: the next replica's 换一副 searches once
+    third, fourth = Counting(engine.lm), Counting(engine.lm)
+    cold = _engine(third, redis_url=url)
+    run(cold, 3, which=1, count=1)
+    cold.cache.flush()
+    run(_engine(fourth, redis_url=url), 4, which=1, count=1)
+    assert fourth.starts < third.starts
 
 
 def test_another_model_never_shares_entries(engine, redis_url):

@@ -77,6 +77,9 @@ class Result:
     couplets: list[Couplet]
     mode: str  # write | match | reverse
     notice: str | None = None
+    # the input's deterministic best couplet, where this search wrote it or remembered it (a first view, or what a
+    # 换一副 differed from): what a cache shared by replicas keeps for their 换一副 (``remembered_key``)
+    best: tuple[str, str] | None = None
 
 
 @dataclass
@@ -163,7 +166,7 @@ class CoupletWriter:
         """Couplets from wish words. With a seed (换一副) they differ from ``avoid``, the couplet the person sees,
         or else from the deterministic couplet (``_another``); without one, ``avoid`` costs the deterministic
         search each character it shares at the same place."""
-        key = ("write", tuple(inputs.keywords(keywords, auspicious=False)), length, mode, tones, zodiac)
+        key = write_key(keywords, length, mode, tones, zodiac)
         avoid = sized_avoid(avoid, (inputs.length(length),) * 2)
         if seed is None and avoid is None:
             return self._remember(
@@ -195,8 +198,9 @@ class CoupletWriter:
         """Keep the deterministic best couplet of a request (the same for every count up to ``POOL``), so that a
         换一副 for the same input, which must differ from it, need not search for it again."""
         if count <= POOL and res.couplets:
+            res.best = (res.couplets[0].upper, res.couplets[0].lower)
             with self._best_lock:
-                self._best[key] = (res.couplets[0].upper, res.couplets[0].lower)
+                self._best[key] = res.best
         return res
 
     def _another(self, key: tuple, count: int, search, seed: int, shown=None, given: str | None = None) -> Search:
@@ -224,10 +228,12 @@ class CoupletWriter:
         fresh, rest = [], []
         for c in res.couplets:
             (fresh if best is None or _changed(c, best, given) >= rerank.VARIED else rest).append(c)
-        if not fresh:
-            return (yield from search(count, seed, best))
-        # the fresh first, then the rest (as the steered search ranks them): the first shown always differs
-        return Result((fresh + rest)[:count], res.mode, res.notice)
+        if fresh:  # the fresh first, then the rest (as the steered search ranks them): the first shown always differs
+            res = Result((fresh + rest)[:count], res.mode, res.notice)
+        else:
+            res = yield from search(count, seed, best)
+        res.best = None if shown else best  # the couplet a person sent may be another 换一副's
+        return res
 
     def _write(self, keywords, length, mode, count, seed, tones, zodiac, avoid=None) -> Search:
         # a person's wish words are theirs: a character chunlian would not write (老师 辛苦) or one the model does
@@ -425,7 +431,7 @@ class CoupletWriter:
         the written line avoids ``avoid`` (the couplet shown) or differs from the deterministic one, as in
         ``write_search``."""
         text = inputs.line(upper, auspicious=False)
-        key = ("match", text, tones, zodiac, direction, lenient, register)
+        key = match_key(text, tones, zodiac, direction, lenient, register)
         avoid = sized_avoid(avoid, (len(text),) * 2)
         if seed is None and avoid is None:
             res = yield from self._match(upper, count, None, tones, zodiac, direction, lenient, register)
@@ -642,6 +648,16 @@ class CoupletWriter:
         ]
         scores = yield Score([seq for seq, _ in jobs], [k for _, k in jobs])
         return [float(s) / (len(seq) - k) for s, (seq, k) in zip(scores, jobs)]
+
+
+def write_key(keywords, length, mode: str, tones: str, zodiac: str | None) -> tuple:
+    """What decides a wish's deterministic couplet: the key it is remembered under for a 换一副 (``_remember``)."""
+    return ("write", tuple(inputs.keywords(keywords, auspicious=False)), length, mode, tones, zodiac)
+
+
+def match_key(text: str, tones: str, zodiac: str | None, direction: str, lenient: bool, register: str) -> tuple:
+    """What decides the deterministic other line for a person's line (cleaned by ``inputs.line``), as ``write_key``."""
+    return ("match", text, tones, zodiac, direction, lenient, register)
 
 
 def unlearned_notice(rare: list[str]) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 from chunlian import calendar, prosody
 from chunlian.decoding import inputs, together
 from chunlian.decoding.search import drive
-from chunlian.decoding.writer import CoupletWriter, Result
+from chunlian.decoding.writer import CoupletWriter, Result, match_key, write_key
 from chunlian.engine import memory
 from chunlian.engine.batcher import Batcher, Overloaded
 from chunlian.engine.cache import make_cache
@@ -173,13 +173,17 @@ class Engine:
         y = self.year(year)
         key = ("write", tuple(words), length, placement, count, seed, tones, script, y.year, avoid)
         extra = {"keywords": words, "placement": placement, "seed": seed, "tones_track": tones}
+        best = write_key(words, length, placement, tones, y.zodiac)
         return self._request(
             "write",
             key,
-            lambda: self.writer.write_search(words, length, placement, count, seed, tones, y.zodiac, avoid),
+            lambda: self.writer.write_search(
+                words, length, placement, count, seed, tones, y.zodiac, self._remembered(best, seed, avoid)
+            ),
             y,
             script,
             extra,
+            best,
         )
 
     def submit_match(
@@ -202,13 +206,17 @@ class Engine:
         inputs.spring_register(text, register)
         y = self.year(year)
         key = ("match", text, count, seed, tones, script, y.year, register, avoid)
+        best = match_key(text, tones, y.zodiac, "auto", False, register)
         return self._request(
             "match",
             key,
-            lambda: self.writer.match_search(text, count, seed, tones, y.zodiac, register=register, avoid=avoid),
+            lambda: self.writer.match_search(
+                text, count, seed, tones, y.zodiac, register=register, avoid=self._remembered(best, seed, avoid)
+            ),
             y,
             script,
             {"seed": seed, "tones_track": tones},
+            best,
         )
 
     # -- writing together -------------------------------------------------------------------
@@ -367,7 +375,18 @@ class Engine:
             out.set_exception(exc)
         return out
 
-    def _request(self, mode, key, make_search, year, script, extra) -> Future:
+    def _remembered(self, best_key: tuple, seed: int | None, avoid):
+        """The couplet a 换一副 sent without the one shown differs from: the input's deterministic couplet, where a
+        replica sharing this cache wrote it (``None`` where none did, or the cache is this process's own: the
+        writer remembers its own). Given to the writer as if sent, it spares the search for it and changes nothing
+        in the answer: sent, remembered or written again, the couplet is the same."""
+        if seed is None or avoid is not None or not getattr(self.cache, "shared", False):
+            return avoid
+        hit = self.cache.get(("best", *best_key))
+        return (hit["upper"], hit["lower"]) if hit else None
+
+    def _request(self, mode, key, make_search, year, script, extra, best_key=None) -> Future:
+        """``best_key``: where a shared cache keeps the input's deterministic couplet for every replica's 换一副."""
         t = time.perf_counter()
         out: Future = Future()
         if self.cache is not None:
@@ -385,6 +404,8 @@ class Engine:
             ans = self._answer(res, year, script, extra, t)
             if self.cache is not None:
                 self.cache.set(key, ans)  # serialised as it is stored: what the caller does to ``ans`` stays out
+                if res.best and best_key and getattr(self.cache, "shared", False):
+                    self.cache.set(("best", *best_key), {"upper": res.best[0], "lower": res.best[1]})
             self.metrics.couplets.inc(len(ans["couplets"]))
             self.metrics.latency.labels(ans["mode"]).observe(time.perf_counter() - t)
             return ans

@@ -30,6 +30,8 @@ RETRY_AFTER_S = 5.0  # after a Redis error, lookups are misses for this long ins
 class LocalCache:
     """In-process LRU with a TTL, each answer kept pickled (its exact types, as bytes)."""
 
+    shared = False  # this process's own: what only replicas sharing a cache need (``Engine._remembered``) is not kept
+
     def __init__(self, size: int, ttl_s: float):
         self._data = TTLCache(size, ttl_s)
         self._lock = threading.Lock()
@@ -47,6 +49,8 @@ class LocalCache:
 
 class RedisCache:
     """Answers in Redis under ``<prefix><sha256 of the key>``, JSON, expiring after ``ttl_s``."""
+
+    shared = True  # every replica's: it also keeps each input's deterministic couplet for their 换一副
 
     def __init__(self, url: str, ttl_s: float, namespace: str, timeout_s: float = 0.25):
         import redis

@@ -124,7 +124,7 @@ class CoupletRequest(_Asked):
         None,
         description="the couplet shown (换一副): the first of the new ones differs from it in at least half its "
         "characters; without it, a request with a seed differs so from the deterministic couplet, which the server "
-        "may have to write beside it",
+        "writes beside it unless it (or, through a shared Redis cache, another replica) showed it first",
     )
 
     @model_validator(mode="after")
