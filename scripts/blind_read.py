@@ -95,8 +95,8 @@ def dump(args) -> None:
         # state with one of them off
         owner, _, attr = name.rpartition(".")
         target = importlib.import_module(f"chunlian.decoding.{owner}") if owner else writer
-        getattr(target, attr)  # a misspelt name fails here, not silently
-        setattr(target, attr, float(value))
+        kind = type(getattr(target, attr))  # a misspelt name fails here, not silently
+        setattr(target, attr, kind(float(value)))
     if args.dev_lines:
         return dump_matches(args, writer, zodiac)
     for f in args.keywords or sorted(Path("docs").glob("keywords*.txt")):
@@ -105,6 +105,8 @@ def dump(args) -> None:
                 label = " ".join(words) + (f" ({n})" if n else "")
                 try:
                     kw = {"length": n} if n else {}
+                    if args.sample_seed is not None:  # 换一副: a seed of its own for each group
+                        kw["seed"] = args.sample_seed + len(out)
                     c = writer.write(words, count=args.count, zodiac=zodiac, mode=args.placement, **kw).couplets[0]
                     out.append([label, c.upper, c.lower])
                 except Exception:  # noqa: BLE001 — a refused word (脱贫) has no couplet in either state
@@ -324,6 +326,12 @@ def main() -> None:
     d.add_argument("--data", default="../shared/data")
     d.add_argument("--keywords", type=Path, nargs="*", help="keyword files (default: every docs/keywords*.txt)")
     d.add_argument("--placement", default="embed", choices=["embed", "acrostic", "theme"])
+    d.add_argument(
+        "--sample-seed",
+        type=int,
+        help="a 换一副 instead of the deterministic couplet: seed N + the group's place in the dump, nothing sent "
+        "to differ from (the writer finds its deterministic couplet)",
+    )
     d.add_argument("--dev-source", action="append", help="with --dev-lines: only lines of this source file")
     d.add_argument("--limit", type=int, default=None, help="with --dev-lines: the first N lines")
     d.add_argument(

@@ -356,6 +356,22 @@ def test_another_couplet_never_shown_waits_about_one_search_not_two_and_differs_
     assert second < 1.4 * first  # searched one after the other, it was twice
 
 
+def test_a_one_candidate_another_couplet_prepares_less_than_three_and_still_differs(engine):
+    """换一副 prepares what it is asked for: one candidate (an API client's) feeds the model fewer rows than three
+    (the page's), and is still another couplet, not the one shown with a word or two changed."""
+    from chunlian.decoding import rerank
+    from chunlian.decoding.writer import CoupletWriter
+
+    for words in (["飞跃"], ["如意"], ["高铁"]):
+        first = CoupletWriter(engine.lm).write(words, length=7, count=1).couplets[0]
+        shown = (first.upper, first.lower)
+        one, three = Counting(engine.lm), Counting(engine.lm)
+        a = CoupletWriter(one).write(words, length=7, count=1, seed=11, avoid=shown).couplets[0]
+        CoupletWriter(three).write(words, length=7, count=3, seed=11, avoid=shown)
+        assert one.rows < three.rows
+        assert rerank.changed(a.upper + a.lower, first.upper + first.lower) >= rerank.VARIED
+
+
 @pytest.mark.parametrize("kind", ["write", "match"])
 def test_another_couplet_given_the_one_shown_costs_one_search_and_differs_from_it(engine, kind):
     """The page's 换一副 sends the couplet it shows: a server that never wrote it (another replica, a restart)

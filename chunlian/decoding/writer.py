@@ -37,6 +37,9 @@ UPPERS_KEPT = 1  # upper lines carried into the lower search beyond the ``count`
 # whether one or three are asked for; readers preferred this pool's best to a one-candidate search's (54.4% of 204
 # votes on the 102 groups of both keyword sets, at 5–11 characters, where the two differed)
 POOL = 3
+# a 换一副 (a seed) prepares only what it is asked for, at least this many: it has no first view to keep the same as a
+# request for three, and a sample that repeats the couplet it replaces is searched again, steered away from it
+SAMPLE_POOL = 1
 MATCH_WIDTH = 8  # 对对子's beam for up to POOL candidates (9 instead: dev BLEU 2.31 → 2.21, 春联 6.88 → 6.37)
 # embed: the placements tried at once, then the next ones where none of those gave a couplet (宝宝 出生)
 EMBED_TRIES = (2, 8)
@@ -96,6 +99,7 @@ class _Plan:
     avoid: tuple[str, str] | None  # 换一副: the deterministic couplet, as written
     punct: dict[int, str] | None = None  # a person's own clause punctuation (writing together), not ``brk``'s
     end_given: bool = False  # the upper's last character is the person's: its tone is not ours to check
+    pool: int = POOL  # candidates prepared whatever the count asked (``POOL``, or ``SAMPLE_POOL`` for a seed)
 
     def spec(self, side: int, fixed: dict[int, str], strict: bool, **more) -> LineSpec:
         """A line of this request (``side`` 0: the upper, 1: the lower): its width and clause break, its
@@ -181,6 +185,7 @@ class CoupletWriter:
                 lambda n, seed=None, avoid=None: self._write(keywords, length, mode, n, seed, tones, zodiac, avoid),
                 seed,
                 avoid,
+                pool=SAMPLE_POOL,
             )
         )
 
@@ -203,19 +208,21 @@ class CoupletWriter:
                 self._best[key] = res.best
         return res
 
-    def _another(self, key: tuple, count: int, search, seed: int, shown=None, given: str | None = None) -> Search:
+    def _another(
+        self, key: tuple, count: int, search, seed: int, shown=None, given: str | None = None, pool: int = POOL
+    ) -> Search:
         """换一副: ``count`` couplets for ``seed`` that differ from ``shown`` (the couplet the person sees) or, where
         not sent, from the deterministic one.
 
-        ``search(n, seed, avoid)`` is the request's search. The seed's sample, unsteered, offers ``POOL`` candidates;
-        those changing ``rerank.VARIED`` of the couplet to differ from come first, and only where none does (3% of
-        the held-out keyword sets' samples against their deterministic couplets) does a sample steered away from it
-        follow. The deterministic couplet is remembered, or else searched beside the sample (one search's wait,
+        ``search(n, seed, avoid)`` is the request's search. The seed's sample, unsteered, offers ``pool`` candidates
+        (at least ``count``); those changing ``rerank.VARIED`` of the couplet to differ from come first, and only where
+        none does (of three candidates, 3% of the held-out keyword sets' samples against their deterministic
+        couplets) does a sample steered away from it follow. The deterministic couplet is remembered, or else searched beside the sample (one search's wait,
         not two). So the answer is the same whether the couplet was sent, remembered or written again, on any
         replica. ``given``: 对对子's line, the same in every candidate."""
         with self._best_lock:
             best = shown or self._best.get(key)
-        sample = _maybe(search(max(count, POOL), seed))
+        sample = _maybe(search(max(count, pool), seed))
         if best is None:
             best, res = yield from together(_first(search(1)), sample)
             if best is not None:
@@ -254,6 +261,7 @@ class CoupletWriter:
                 brk,
                 frozenset() if mode == "theme" else frozenset("".join(words)),
                 avoid and tuple(with_break(line, brk) for line in avoid),
+                pool=POOL if seed is None else SAMPLE_POOL,
             )
             for strict in (True, False):
                 uppers, state = yield from self._uppers(plan, places, prompt, count, strict, words)
@@ -370,7 +378,7 @@ class CoupletWriter:
                 continue
             seen.add(text)
             uppers.append((r, text, row.score, places[row.group]))
-            if len(uppers) == max(count, POOL) + UPPERS_KEPT:
+            if len(uppers) == max(count, plan.pool) + UPPERS_KEPT:
                 break
         return uppers, res.state
 
