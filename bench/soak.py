@@ -67,7 +67,7 @@ def _bad(rng: random.Random) -> tuple[str, str, dict]:
         ("POST", c, {"json": {"keywords": ["如意"], "count": "3"}}),
         ("POST", c, {"json": {"keywords": ["如意"], "length": 6}}),
         ("POST", c, {"json": {"keywords": ["<script>alert(1)</script>"]}}),
-        ("POST", c, {"json": {"keywords": ["龘"]}}),  # a character the model does not know
+        ("POST", c, {"json": {"keywords": ["龘"]}}),  # one the model has not learned: a couplet with a notice (200)
         ("POST", c, {"json": {"upper": "春回"}}),
         ("POST", c, {"json": {"keywords": ["如意"], "upper": "春回大地千山秀"}}),
         ("POST", c, {"json": {}}),

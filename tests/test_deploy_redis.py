@@ -108,6 +108,19 @@ def test_another_couplet_from_another_replica_costs_one_search_and_is_the_same(e
     assert fourth.starts < third.starts
 
 
+@pytest.mark.parametrize("entry", ['"not a couplet"', '{"upper": 1, "lower": null}', "{}"])
+def test_a_damaged_first_couplet_in_redis_is_a_miss_not_an_error(engine, redis_url, entry):
+    """Redis is a cache: a damaged entry for the couplet a 换一副 replaces is written again, not trusted or failed on."""
+    from chunlian.decoding.writer import write_key
+
+    url, _, client = redis_url
+    eng = _engine(engine.lm, redis_url=url)
+    client.set(eng.cache.key(("best", *write_key(["飞跃"], 7, "embed", "xin", eng.year().zodiac))), entry)
+    expected = _engine(engine.lm, cache_size=0).write(["飞跃"], length=7, count=1, seed=5)
+    got = eng.write(["飞跃"], length=7, count=1, seed=5)
+    assert (got["upper"], got["lower"]) == (expected["upper"], expected["lower"])
+
+
 def test_another_model_never_shares_entries(engine, redis_url):
     url, _, _ = redis_url
     fp32 = _engine(engine.lm, redis_url=url, precision="fp32")

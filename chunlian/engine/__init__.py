@@ -383,7 +383,8 @@ class Engine:
         if seed is None or avoid is not None or not getattr(self.cache, "shared", False):
             return avoid
         hit = self.cache.get(("best", *best_key))
-        return (hit["upper"], hit["lower"]) if hit else None
+        pair = (hit.get("upper"), hit.get("lower")) if isinstance(hit, dict) else None
+        return pair if pair and all(isinstance(line, str) for line in pair) else None  # a damaged entry: a miss
 
     def _request(self, mode, key, make_search, year, script, extra, best_key=None) -> Future:
         """``best_key``: where a shared cache keeps the input's deterministic couplet for every replica's 换一副."""
