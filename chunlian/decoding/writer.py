@@ -81,7 +81,7 @@ class Result:
     mode: str  # write | match | reverse
     notice: str | None = None
     # the input's deterministic best couplet, where this search wrote it or remembered it (a first view, or what a
-    # 换一副 differed from): what a cache shared by replicas keeps for their 换一副 (``remembered_key``)
+    # 换一副 differed from): what a cache shared by replicas keeps for their 换一副 (``Engine._remembered``)
     best: tuple[str, str] | None = None
 
 
@@ -217,9 +217,9 @@ class CoupletWriter:
         ``search(n, seed, avoid)`` is the request's search. The seed's sample, unsteered, offers ``pool`` candidates
         (at least ``count``); those changing ``rerank.VARIED`` of the couplet to differ from come first, and only where
         none does (of three candidates, 3% of the held-out keyword sets' samples against their deterministic
-        couplets) does a sample steered away from it follow. The deterministic couplet is remembered, or else searched beside the sample (one search's wait,
-        not two). So the answer is the same whether the couplet was sent, remembered or written again, on any
-        replica. ``given``: 对对子's line, the same in every candidate."""
+        couplets) does a sample steered away from it follow. The deterministic couplet is remembered, or else
+        searched beside the sample (one search's wait, not two). So the answer is the same whether the couplet was
+        sent, remembered or written again, on any replica. ``given``: 对对子's line, the same in every candidate."""
         with self._best_lock:
             best = shown or self._best.get(key)
         sample = _maybe(search(max(count, pool), seed))

@@ -83,6 +83,8 @@ class Engine:
         self.writer = CoupletWriter(self.lm)
         self.metrics = Metrics()
         self.cache = make_cache(s)
+        # a cache every replica shares also keeps each input's deterministic couplet for their 换一副 (``_remembered``)
+        self._fleet = self.cache if getattr(self.cache, "shared", False) else None
         self.batcher = None
         # read at each scrape, so a request the worker dropped (caller gone, timed out) has left it too
         self.metrics.queue_depth.set_function(lambda: self.batcher.depth() if self.batcher else 0)
@@ -173,7 +175,7 @@ class Engine:
         y = self.year(year)
         key = ("write", tuple(words), length, placement, count, seed, tones, script, y.year, avoid)
         extra = {"keywords": words, "placement": placement, "seed": seed, "tones_track": tones}
-        best = write_key(words, length, placement, tones, y.zodiac)
+        best = ("best", *write_key(words, length, placement, tones, y.zodiac))
         return self._request(
             "write",
             key,
@@ -206,7 +208,7 @@ class Engine:
         inputs.spring_register(text, register)
         y = self.year(year)
         key = ("match", text, count, seed, tones, script, y.year, register, avoid)
-        best = match_key(text, tones, y.zodiac, "auto", False, register)
+        best = ("best", *match_key(text, tones, y.zodiac, "auto", False, register))
         return self._request(
             "match",
             key,
@@ -380,14 +382,14 @@ class Engine:
         replica sharing this cache wrote it (``None`` where none did, or the cache is this process's own: the
         writer remembers its own). Given to the writer as if sent, it spares the search for it and changes nothing
         in the answer: sent, remembered or written again, the couplet is the same."""
-        if seed is None or avoid is not None or not getattr(self.cache, "shared", False):
+        if seed is None or avoid is not None or self._fleet is None:
             return avoid
-        hit = self.cache.get(("best", *best_key))
+        hit = self._fleet.get(best_key)
         pair = (hit.get("upper"), hit.get("lower")) if isinstance(hit, dict) else None
         return pair if pair and all(isinstance(line, str) for line in pair) else None  # a damaged entry: a miss
 
     def _request(self, mode, key, make_search, year, script, extra, best_key=None) -> Future:
-        """``best_key``: where a shared cache keeps the input's deterministic couplet for every replica's 换一副."""
+        """``best_key``: where a cache every replica shares keeps the input's deterministic couplet for their 换一副."""
         t = time.perf_counter()
         out: Future = Future()
         if self.cache is not None:
@@ -405,8 +407,8 @@ class Engine:
             ans = self._answer(res, year, script, extra, t)
             if self.cache is not None:
                 self.cache.set(key, ans)  # serialised as it is stored: what the caller does to ``ans`` stays out
-                if res.best and best_key and getattr(self.cache, "shared", False):
-                    self.cache.set(("best", *best_key), {"upper": res.best[0], "lower": res.best[1]})
+            if res.best and best_key and self._fleet is not None:
+                self._fleet.set(best_key, {"upper": res.best[0], "lower": res.best[1]})
             self.metrics.couplets.inc(len(ans["couplets"]))
             self.metrics.latency.labels(ans["mode"]).observe(time.perf_counter() - t)
             return ans
